@@ -1,0 +1,236 @@
+"""crawlerweb settings: everything comes from the environment, read here and only here.
+
+The typed helpers fail loudly on a malformed value (healthchecks' `envbool` idea): a typo in
+a limit must stop the process at start, not crawl with a silently different policy.
+Every crawler limit is a named `CRAWLER_*` setting with a safe default; README.md lists them.
+"""
+
+import ipaddress
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+class SettingError(ValueError):
+    pass
+
+
+def envstr(name: str, default: str) -> str:
+    return os.environ.get(name, default)
+
+
+def envbool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    raise SettingError(f"{name}={raw!r} is not a boolean (use true/false)")
+
+
+def envint(name: str, default: int, minimum: int = 0) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingError(f"{name}={raw!r} is not an integer") from None
+    if value < minimum:
+        raise SettingError(f"{name}={value} is below its minimum {minimum}")
+    return value
+
+
+def envfloat(name: str, default: float, minimum: float = 0.0) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingError(f"{name}={raw!r} is not a number") from None
+    if value < minimum:
+        raise SettingError(f"{name}={value} is below its minimum {minimum}")
+    return value
+
+
+def envlist(name: str, default: str = "") -> list[str]:
+    raw = os.environ.get(name, default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def envnetworks(name: str) -> list:
+    networks = []
+    for item in envlist(name):
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise SettingError(f"{name}: {item!r} is not a CIDR network") from None
+    return networks
+
+
+# --- Django ---------------------------------------------------------------------------
+
+SECRET_KEY = envstr("SECRET_KEY", "dev-only-insecure-key-set-SECRET_KEY-in-production")
+DEBUG = envbool("DEBUG", False)
+ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_celery_beat",
+    "frontier",
+    "fetch",
+    "indexer",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "crawlerweb.urls"
+WSGI_APPLICATION = "crawlerweb.wsgi.application"
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ]
+        },
+    }
+]
+
+# Embedded default: a SQLite file next to manage.py. Distributed: DATABASE_URL=postgres://…
+DATABASE_URL = envstr("DATABASE_URL", f"sqlite:///{BASE_DIR / 'crawlerweb.sqlite3'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=600)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets readers proceed while the crawler's threads write; IMMEDIATE transactions take
+    # the write lock up front so two writers never deadlock upgrading a read lock.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 60,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+    # Tests need a file (not shared-cache memory) so the crawler's threads can share it.
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test.sqlite3")}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "var" / "static"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": envstr("LOG_LEVEL", "WARNING")},
+}
+
+# --- Celery (distributed mode) ----------------------------------------------------------
+
+CELERY_BROKER_URL = envstr("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+# Messages are hints, the database is the truth: a fetch message names a host lease. If a
+# worker dies holding one, the lease expires and a dispatcher hands the host out again, so a
+# lost message costs nothing and an early ack avoids Redis redelivering stale work an hour
+# later (the visibility timeout) on top of that.
+CELERY_TASK_ACKS_LATE = False
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Fetching is I/O-bound: threads keep many hosts in flight per process.
+CELERY_WORKER_POOL = envstr("CELERY_WORKER_POOL", "threads")
+CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 16, minimum=1)
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_SEND_TASK_EVENTS = True
+CELERY_TASK_SEND_SENT_EVENT = True
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+
+# --- Crawler limits (alphabetical; each documented in README.md) -------------------------
+
+# Networks the crawler may connect to although they are private/loopback/reserved.
+# Empty by default: the crawler refuses them all (SSRF guard). Tests allow 127.0.0.0/8.
+CRAWLER_ALLOWED_NETWORKS = envnetworks("CRAWLER_ALLOWED_NETWORKS")
+# Seconds to wait for a TCP connection.
+CRAWLER_CONNECT_TIMEOUT = envfloat("CRAWLER_CONNECT_TIMEOUT", 5.0, minimum=0.1)
+# Seconds between two requests to one host when its robots.txt names no Crawl-delay.
+CRAWLER_DEFAULT_DELAY = envfloat("CRAWLER_DEFAULT_DELAY", 1.0)
+# Links deeper than this many hops from a seed are not admitted (traps, endless calendars).
+CRAWLER_DEPTH_LIMIT = envint("CRAWLER_DEPTH_LIMIT", 20)
+# Hosts one dispatcher round may lease at most.
+CRAWLER_DISPATCH_BATCH = envint("CRAWLER_DISPATCH_BATCH", 64, minimum=1)
+# Seconds an idle dispatcher waits before looking for ready hosts again.
+CRAWLER_DISPATCH_IDLE_WAIT = envfloat("CRAWLER_DISPATCH_IDLE_WAIT", 0.05, minimum=0.001)
+# Threads the embedded crawler fetches with (hosts in flight at once).
+CRAWLER_EMBEDDED_THREADS = envint("CRAWLER_EMBEDDED_THREADS", 8, minimum=1)
+# Number of Celery fetch queues (fetch.0 … fetch.N-1); a host always maps to the same one.
+CRAWLER_FETCH_QUEUES = envint("CRAWLER_FETCH_QUEUES", 4, minimum=1)
+# URLs handed out with one host lease when the host's delay is 0 (kept-alive connection).
+CRAWLER_HOST_BATCH_SIZE = envint("CRAWLER_HOST_BATCH_SIZE", 16, minimum=1)
+# Seconds a lease on a host lasts; a dead worker's host comes back after this.
+CRAWLER_LEASE_SECONDS = envfloat("CRAWLER_LEASE_SECONDS", 120.0, minimum=1.0)
+# Leases outstanding at once across all dispatchers (bounds the broker's queue length).
+CRAWLER_MAX_ACTIVE_LEASES = envint("CRAWLER_MAX_ACTIVE_LEASES", 256, minimum=1)
+# Transient failures (5xx, timeouts, connection errors) retried this many times in all,
+# then the URL goes to the dead-letter table.
+CRAWLER_MAX_ATTEMPTS = envint("CRAWLER_MAX_ATTEMPTS", 4, minimum=1)
+# Response bodies are cut off past this many (decompressed) bytes.
+CRAWLER_MAX_BODY_BYTES = envint("CRAWLER_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
+# A robots.txt Crawl-delay above this is capped (a hostile value must not park a host).
+CRAWLER_MAX_CRAWL_DELAY = envfloat("CRAWLER_MAX_CRAWL_DELAY", 60.0)
+# Characters of visible text kept and indexed per page.
+CRAWLER_MAX_INDEX_CHARS = envint("CRAWLER_MAX_INDEX_CHARS", 200_000, minimum=1000)
+# Links taken from one page at most.
+CRAWLER_MAX_LINKS_PER_PAGE = envint("CRAWLER_MAX_LINKS_PER_PAGE", 1000, minimum=1)
+# Redirect hops followed (each through the frontier) before giving up.
+CRAWLER_MAX_REDIRECTS = envint("CRAWLER_MAX_REDIRECTS", 3)
+# A Retry-After longer than this many seconds is capped.
+CRAWLER_MAX_RETRY_AFTER = envfloat("CRAWLER_MAX_RETRY_AFTER", 3600.0)
+# URLs longer than this many characters are not admitted.
+CRAWLER_MAX_URL_LENGTH = envint("CRAWLER_MAX_URL_LENGTH", 2048, minimum=16)
+# URLs admitted per host at most (bounds traps the depth limit does not catch).
+CRAWLER_MAX_URLS_PER_HOST = envint("CRAWLER_MAX_URLS_PER_HOST", 100_000, minimum=1)
+# Seconds to wait for the next bytes of a response.
+CRAWLER_READ_TIMEOUT = envfloat("CRAWLER_READ_TIMEOUT", 10.0, minimum=0.1)
+# First retry waits this many seconds; each further one twice as long.
+CRAWLER_RETRY_BASE_DELAY = envfloat("CRAWLER_RETRY_BASE_DELAY", 30.0)
+# Seconds a fetched robots.txt is trusted (RFC 9309 suggests at most 24 hours).
+CRAWLER_ROBOTS_CACHE_SECONDS = envfloat("CRAWLER_ROBOTS_CACHE_SECONDS", 86400.0)
+# Seconds before robots.txt is tried again after a 5xx or a network error (disallow-all
+# meanwhile, RFC 9309 section 2.3.1.4).
+CRAWLER_ROBOTS_ERROR_SECONDS = envfloat("CRAWLER_ROBOTS_ERROR_SECONDS", 300.0)
+# Bytes of robots.txt read at most (RFC 9309 requires at least 500 KiB be parsed).
+CRAWLER_ROBOTS_MAX_BYTES = envint("CRAWLER_ROBOTS_MAX_BYTES", 512_000, minimum=1024)
+# Search backend: dotted path to a class, or empty to pick by database vendor.
+CRAWLER_SEARCH_BACKEND = envstr("CRAWLER_SEARCH_BACKEND", "")
+# Wall-clock seconds one response (headers and body) may take in all.
+CRAWLER_TOTAL_DEADLINE = envfloat("CRAWLER_TOTAL_DEADLINE", 30.0, minimum=0.5)
+# The User-Agent sent with every request and matched against robots.txt groups.
+CRAWLER_USER_AGENT = envstr(
+    "CRAWLER_USER_AGENT", "crawlerweb/0.1 (+https://github.com/crawlerweb/crawlerweb)"
+)

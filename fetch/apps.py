@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class FetchConfig(AppConfig):
+    name = "fetch"
+    verbose_name = "Fetch"

@@ -1,0 +1,82 @@
+import json
+import sys
+import time
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from fetch.embedded import run_crawl
+from frontier import service as frontier
+
+
+class Command(BaseCommand):
+    help = (
+        "Embedded crawl: seed the given URLs and crawl in-process with a thread pool until "
+        "nothing is due and nothing is in flight, then print a summary."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("urls", nargs="*", help="seed URLs (optional if the frontier has work)")
+        parser.add_argument("--threads", type=int, default=None, help="default CRAWLER_EMBEDDED_THREADS")
+        parser.add_argument("--max-seconds", type=float, default=None, help="stop after this long")
+        parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    def handle(self, *args, **options):
+        if options["urls"]:
+            seeded = frontier.add_seeds(options["urls"])
+            if not seeded.admitted and not seeded.known:
+                raise CommandError(f"no seed was accepted: {seeded.rejected}")
+        elif not frontier.has_pending_work():
+            raise CommandError("nothing to crawl: give seed URLs")
+
+        bar = None
+        if not options["no_progress"]:
+            bar = tqdm(total=0, unit="url", desc="crawl", file=sys.stderr, dynamic_ncols=True)
+        last = [0.0]
+
+        def progress():
+            now = time.monotonic()
+            if bar is None or now - last[0] < 0.5:
+                return
+            last[0] = now
+            summary = frontier.crawl_summary()
+            bar.total = summary["urls"]
+            bar.n = summary["urls"] - summary["by_state"].get("queued", 0)
+            bar.set_postfix(hosts_leased=summary["hosts_leased"], refresh=False)
+            bar.refresh()
+
+        stats = run_crawl(threads=options["threads"], progress=progress, max_seconds=options["max_seconds"])
+        summary = frontier.crawl_summary()
+        if bar is not None:
+            bar.total = summary["urls"]
+            bar.n = summary["urls"] - summary["by_state"].get("queued", 0)
+            bar.close()
+        summary.update(
+            elapsed_seconds=round(stats.elapsed, 2),
+            cpu_seconds=round(stats.cpu_seconds, 2),
+            requests=stats.requests,
+            pages_per_second=round(stats.requests / stats.elapsed, 1) if stats.elapsed else 0.0,
+            batch_errors=stats.errors,
+        )
+        from indexer.service import document_counts
+
+        summary["documents"] = document_counts()
+        if options["json"]:
+            self.stdout.write(json.dumps(summary, indent=2))
+            return
+        self._print(summary)
+
+    def _print(self, s):
+        docs = s["documents"]
+        w = self.stdout.write
+        w(f"\nCrawl finished in {s['elapsed_seconds']} s ({s['cpu_seconds']} s CPU): "
+          f"{s['requests']} requests, {s['pages_per_second']} requests/s")
+        w(f"URLs: {s['urls']} known, {s['fetched']} fetched, on {s['hosts']} hosts")
+        w("  by state:  " + ", ".join(f"{k} {v}" for k, v in sorted(s["by_state"].items())))
+        w("  by status: " + ", ".join(f"{k} {v}" for k, v in s["by_status"].items()))
+        w(f"Documents: {docs['indexed']} indexed, {docs['duplicates']} duplicates, "
+          f"{docs['noindex']} noindex; robots-blocked URLs: {s['by_state'].get('robots_blocked', 0)}; "
+          f"dead letters: {s['dead_letters']}")
+        if s["batch_errors"]:
+            w(self.style.WARNING(f"{s['batch_errors']} batches failed (see log); their URLs were kept"))

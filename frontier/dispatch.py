@@ -1,0 +1,53 @@
+"""The dispatcher: lease ready hosts and send each lease to one of N fetch queues.
+
+A host always lands on the same queue (a stable CRC32 of its origin, never Python's
+per-process hash()), like Mercator's back queues sharded rather than one queue per host.
+Several dispatchers may run at once on several machines: leasing uses SKIP LOCKED, so they
+never hand out the same host twice. A dispatcher never waits out a politeness delay: hosts
+that are not ready are simply not leased.
+"""
+
+import logging
+import threading
+import zlib
+
+from django.conf import settings
+from django.db import close_old_connections
+
+from . import service
+
+log = logging.getLogger(__name__)
+FETCH_TASK = "fetch.fetch_batch"  # by name: the frontier does not import the fetch app
+
+
+def queue_for(origin: str, queues: int | None = None) -> str:
+    return f"fetch.{zlib.crc32(origin.encode()) % (queues or settings.CRAWLER_FETCH_QUEUES)}"
+
+
+def dispatch_once(name: str, app) -> int:
+    """One round: lease and send. Returns the number of leases sent."""
+    leases = service.lease_ready_hosts(name, settings.CRAWLER_DISPATCH_BATCH)
+    sent = 0
+    for lease in leases:
+        try:
+            app.send_task(
+                FETCH_TASK, args=[lease.host_id, lease.token, lease.url_ids], queue=queue_for(lease.origin)
+            )
+            sent += 1
+        except Exception:  # broker down: give the host back rather than wait for expiry
+            log.exception("could not send lease for %s; releasing it", lease.origin)
+            service.release_host(lease.host_id, lease.token, None)
+    return sent
+
+
+def run(name: str, app, stop: threading.Event, idle_wait: float | None = None) -> None:
+    idle_wait = idle_wait or settings.CRAWLER_DISPATCH_IDLE_WAIT
+    while not stop.is_set():
+        close_old_connections()
+        try:
+            sent = dispatch_once(name, app)
+        except Exception:  # database hiccup: keep the dispatcher alive, try again shortly
+            log.exception("dispatch round failed")
+            sent = 0
+        if not sent:
+            stop.wait(idle_wait)

@@ -1,0 +1,76 @@
+"""The crawl limits in force: the admin-editable CrawlLimits row over the settings defaults.
+
+Workers run for days, so they must see admin changes without a restart; reading the row on
+every link would cost a query per page. We cache a snapshot and re-read it when the row's
+version moves, checking the version at most every LIMITS_RECHECK_SECONDS.
+"""
+
+import threading
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from .models import CrawlLimits, ExcludedDomain
+
+LIMITS_RECHECK_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    depth_limit: int
+    url_length_limit: int
+    max_urls_per_host: int
+    max_redirects: int
+    excluded_domains: frozenset[str]
+    version: int
+
+    def is_excluded(self, host: str) -> bool:
+        """True for an excluded domain and every subdomain of it."""
+        if not self.excluded_domains:
+            return False
+        labels = host.split(".")
+        return any(".".join(labels[i:]) in self.excluded_domains for i in range(len(labels)))
+
+
+_lock = threading.Lock()
+_cached: Limits | None = None
+_checked_at = 0.0
+
+
+def _load() -> Limits:
+    row = CrawlLimits.objects.filter(pk=1).first()
+    return Limits(
+        depth_limit=_pick(row, "depth_limit", settings.CRAWLER_DEPTH_LIMIT),
+        url_length_limit=_pick(row, "url_length_limit", settings.CRAWLER_MAX_URL_LENGTH),
+        max_urls_per_host=_pick(row, "max_urls_per_host", settings.CRAWLER_MAX_URLS_PER_HOST),
+        max_redirects=settings.CRAWLER_MAX_REDIRECTS,
+        excluded_domains=frozenset(ExcludedDomain.objects.values_list("domain", flat=True)),
+        version=row.version if row else 0,
+    )
+
+
+def _pick(row, field, default):
+    value = getattr(row, field, None) if row else None
+    return default if value is None else value
+
+
+def current_limits() -> Limits:
+    global _cached, _checked_at
+    now = time.monotonic()
+    with _lock:
+        if _cached is not None and now - _checked_at < LIMITS_RECHECK_SECONDS:
+            return _cached
+    version = CrawlLimits.objects.filter(pk=1).values_list("version", flat=True).first() or 0
+    with _lock:
+        if _cached is None or _cached.version != version:
+            _cached = _load()
+        _checked_at = now
+        return _cached
+
+
+def forget_cached_limits() -> None:
+    """Drop the snapshot (tests, and right after an admin change in this process)."""
+    global _cached
+    with _lock:
+        _cached = None

@@ -1,0 +1,25 @@
+import os
+import signal
+import socket
+import threading
+
+from django.core.management.base import BaseCommand
+
+from crawlerweb.celery import app
+from frontier import dispatch
+
+
+class Command(BaseCommand):
+    help = "Lease ready hosts and send fetch work to the Celery fetch queues, until stopped."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--name", default=f"dispatch-{socket.gethostname()}-{os.getpid()}")
+
+    def handle(self, *args, **options):
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        self.stdout.write(f"dispatcher {options['name']} running (Ctrl-C to stop)")
+        self.stdout.flush()
+        dispatch.run(options["name"], app, stop)
+        self.stdout.write("dispatcher stopped")

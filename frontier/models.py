@@ -1,0 +1,154 @@
+"""Frontier state: hosts (politeness, robots cache, leases), URLs, seeds, limits, dead letters.
+
+The database is the single source of truth for what to crawl next; Celery messages only
+carry (host id, lease token, URL ids) and are safe to lose.
+"""
+
+from django.db import models
+from django.utils import timezone
+
+
+class Host(models.Model):
+    """One origin (scheme://host:port): the unit of politeness and of robots.txt."""
+
+    origin = models.CharField(max_length=300, unique=True)
+    # Politeness: no request to this host before next_fetch_at. Set after every request to
+    # end-of-response + delay, and pushed further by Retry-After. Never a Celery ETA.
+    next_fetch_at = models.DateTimeField(default=timezone.now)
+    crawl_delay = models.FloatField(
+        null=True, blank=True, help_text="Crawl-delay from robots.txt (capped), seconds"
+    )
+    # Lease: the one dispatcher/worker allowed to send requests to this host right now.
+    lease_owner = models.CharField(max_length=80, blank=True, default="")
+    leased_until = models.DateTimeField(null=True, blank=True)
+    # robots.txt cache (RFC 9309): body as fetched (capped), HTTP status or null on a
+    # network error, and when it must be fetched again.
+    robots_status = models.IntegerField(null=True, blank=True)
+    robots_body = models.TextField(blank=True, default="")
+    robots_error = models.CharField(max_length=40, blank=True, default="")
+    robots_fetched_at = models.DateTimeField(null=True, blank=True)
+    robots_expires_at = models.DateTimeField(null=True, blank=True)
+    url_count = models.IntegerField(default=0, help_text="URLs admitted (per-host quota)")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [models.Index(fields=["next_fetch_at"], name="host_next_fetch")]
+
+    def __str__(self):
+        return self.origin
+
+
+class UrlState(models.TextChoices):
+    QUEUED = "queued", "queued"
+    FETCHED = "fetched", "fetched (2xx)"
+    REDIRECTED = "redirected", "redirected"
+    GONE = "gone", "gone (404/410)"
+    DENIED = "denied", "denied (401/403)"
+    HTTP_ERROR = "http_error", "other 4xx"
+    ROBOTS_BLOCKED = "robots_blocked", "blocked by robots.txt"
+    FAILED = "failed", "failed (dead letter)"
+
+
+class Url(models.Model):
+    """A normalized URL. url_hash is the unique key: a btree over long text breaks."""
+
+    url_hash = models.CharField(max_length=32, unique=True)
+    url = models.TextField()
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="urls")
+    depth = models.SmallIntegerField(default=0)
+    redirect_hops = models.SmallIntegerField(default=0)
+    priority = models.SmallIntegerField(default=0, help_text="higher goes first")
+    state = models.CharField(max_length=16, choices=UrlState.choices, default=UrlState.QUEUED)
+    outcome = models.CharField(max_length=40, blank=True, default="", help_text="why: the detail")
+    attempts = models.SmallIntegerField(default=0)
+    next_fetch_at = models.DateTimeField(default=timezone.now)
+    last_status = models.SmallIntegerField(null=True, blank=True)
+    last_fetched_at = models.DateTimeField(null=True, blank=True)
+    content_hash = models.CharField(max_length=64, blank=True, default="")
+    referrer = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        db_constraint=False, db_index=False,
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            # Dispatch: due URLs of one host, best first.
+            models.Index(fields=["host", "state", "next_fetch_at"], name="url_host_due"),
+            models.Index(fields=["state", "next_fetch_at"], name="url_state_due"),
+        ]
+
+    def __str__(self):
+        return self.url
+
+
+class Seed(models.Model):
+    url = models.TextField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return self.url
+
+
+class ExcludedDomain(models.Model):
+    """A domain never crawled, with all its subdomains."""
+
+    domain = models.CharField(max_length=253, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def save(self, *args, **kwargs):
+        self.domain = self.domain.strip().lower().rstrip(".")
+        super().save(*args, **kwargs)
+        CrawlLimits.bump_version()
+
+    def delete(self, *args, **kwargs):
+        result = super().delete(*args, **kwargs)
+        CrawlLimits.bump_version()
+        return result
+
+    def __str__(self):
+        return self.domain
+
+
+class CrawlLimits(models.Model):
+    """The one row of admin-editable limits; empty fields fall back to settings.
+
+    `version` is bumped on every change so long-running workers notice cheaply
+    (django-celery-beat's PeriodicTasks "last changed" idea).
+    """
+
+    depth_limit = models.PositiveIntegerField(null=True, blank=True)
+    url_length_limit = models.PositiveIntegerField(null=True, blank=True)
+    max_urls_per_host = models.PositiveIntegerField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "crawl limits"
+
+    def save(self, *args, **kwargs):
+        self.pk = 1
+        current = CrawlLimits.objects.filter(pk=1).values_list("version", flat=True).first()
+        self.version = (current or 0) + 1
+        super().save(*args, **kwargs)
+
+    @classmethod
+    def bump_version(cls):
+        if not cls.objects.filter(pk=1).update(version=models.F("version") + 1):
+            cls.objects.get_or_create(pk=1)
+
+    def __str__(self):
+        return f"crawl limits v{self.version}"
+
+
+class DeadLetter(models.Model):
+    """A URL that kept failing; an admin inspects it and may requeue it."""
+
+    url = models.OneToOneField(Url, on_delete=models.CASCADE, related_name="dead_letter")
+    reason = models.CharField(max_length=80)
+    last_status = models.SmallIntegerField(null=True, blank=True)
+    attempts = models.SmallIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return f"{self.url_id}: {self.reason}"

@@ -1,0 +1,327 @@
+"""The frontier's public interface: admit URLs, lease hosts, record results.
+
+Other apps (fetch, the runners, the API) call only these functions. Every write that claims
+work is a conditional UPDATE whose row count is checked (healthchecks' claim pattern), and
+every claim carries an expiring lease so a dead worker's host comes back by itself.
+"""
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Iterable
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Exists, F, OuterRef, Q
+from django.db.models.functions import Least, RowNumber
+from django.db.models.expressions import Window
+from django.utils import timezone
+
+from .filters import rejection_reason
+from .limits import current_limits
+from .models import DeadLetter, Host, Seed, Url, UrlState
+from .normalize import InvalidUrl, normalize
+from .outcomes import FetchReport, next_state
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A URL that wants in: a seed (depth 0), a link (parent depth + 1) or a redirect
+    target (parent depth, hops + 1)."""
+
+    url: str
+    depth: int = 0
+    hops: int = 0
+    referrer_id: int | None = None
+
+
+@dataclass
+class AdmitResult:
+    admitted: int = 0  # new rows
+    known: int = 0  # already in the frontier (the seen test)
+    rejected: dict[str, int] = field(default_factory=dict)
+    # Per input position: the canonical URL or "rejected:<reason>", for API answers.
+    verdicts: list[str] = field(default_factory=list)
+
+    def reject(self, reason: str) -> None:
+        self.rejected[reason] = self.rejected.get(reason, 0) + 1
+        self.verdicts.append(f"rejected:{reason}")
+
+
+@dataclass(frozen=True)
+class Lease:
+    host_id: int
+    token: str
+    origin: str
+    url_ids: list[int]
+
+
+@dataclass(frozen=True)
+class HostView:
+    id: int
+    origin: str
+    crawl_delay: float | None
+    robots_status: int | None
+    robots_body: str
+    robots_error: str  # why robots.txt gave no verdict (5xx, network, refused address)
+    robots_fetched_at: datetime | None
+    robots_expires_at: datetime | None
+
+
+def add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
+    """Normalize, filter, seen-test and store candidates in as few queries as possible."""
+    result = AdmitResult()
+    limits = current_limits()
+    best: dict[str, tuple] = {}  # url_hash -> (NormalUrl, Candidate): shallowest wins
+    for cand in candidates:
+        try:
+            norm = normalize(cand.url)
+        except InvalidUrl as exc:
+            result.reject(exc.args[0])
+            continue
+        reason = rejection_reason(norm, cand.depth, cand.hops, limits)
+        if reason:
+            result.reject(reason)
+            continue
+        result.verdicts.append(norm.url)
+        key = norm.url_hash
+        if key not in best or cand.depth < best[key][1].depth:
+            best[key] = (norm, cand)
+    if not best:
+        return result
+
+    existing = dict(Url.objects.filter(url_hash__in=list(best)).values_list("url_hash", "depth"))
+    shallower = [(h, best[h][1].depth) for h, depth in existing.items() if best[h][1].depth < depth]
+    for url_hash, depth in shallower:
+        # Found again by a shorter path while still waiting: its links deserve that depth.
+        Url.objects.filter(url_hash=url_hash, state=UrlState.QUEUED).update(
+            depth=Least(F("depth"), depth), priority=-depth
+        )
+    result.known = len(existing)
+    fresh = {h: v for h, v in best.items() if h not in existing}
+    if not fresh:
+        return result
+
+    host_ids = _host_ids({norm.origin for norm, _ in fresh.values()})
+    per_host = defaultdict(list)
+    for url_hash, (norm, cand) in fresh.items():
+        per_host[host_ids[norm.origin]].append((url_hash, norm, cand))
+    room = dict(Host.objects.filter(id__in=list(per_host)).values_list("id", "url_count"))
+    rows = []
+    for host_id, items in per_host.items():
+        allowed = max(0, limits.max_urls_per_host - room.get(host_id, 0))
+        for url_hash, norm, cand in items[allowed:]:
+            result.reject("host_quota")
+        for url_hash, norm, cand in items[:allowed]:
+            rows.append(
+                Url(
+                    url_hash=url_hash, url=norm.url, host_id=host_id, depth=cand.depth,
+                    redirect_hops=cand.hops, priority=-cand.depth, referrer_id=cand.referrer_id,
+                )
+            )
+    Url.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+    counts = defaultdict(int)
+    for row in rows:
+        counts[row.host_id] += 1
+    for host_id, n in counts.items():
+        Host.objects.filter(id=host_id).update(url_count=F("url_count") + n)
+    result.admitted = len(rows)
+    return result
+
+
+def _host_ids(origins: set[str]) -> dict[str, int]:
+    found = dict(Host.objects.filter(origin__in=origins).values_list("origin", "id"))
+    missing = origins - found.keys()
+    if missing:
+        Host.objects.bulk_create([Host(origin=o) for o in missing], ignore_conflicts=True)
+        found.update(Host.objects.filter(origin__in=missing).values_list("origin", "id"))
+    return found
+
+
+def add_seeds(urls: list[str]) -> AdmitResult:
+    result = add_urls(Candidate(url=u) for u in urls)
+    Seed.objects.bulk_create(
+        [Seed(url=v) for v in result.verdicts if not v.startswith("rejected:")]
+    )
+    return result
+
+
+def _effective_delay(crawl_delay: float | None) -> float:
+    return settings.CRAWLER_DEFAULT_DELAY if crawl_delay is None else crawl_delay
+
+
+def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
+    """Lease up to max_hosts hosts whose politeness time has passed and that have due URLs.
+
+    On PostgreSQL the candidate rows are locked with FOR UPDATE SKIP LOCKED, so concurrent
+    dispatchers on many machines each get different hosts without waiting on each other.
+    The UPDATE is conditional as well, which is what keeps SQLite (no row locks, but one
+    writer at a time) correct.
+    """
+    now = timezone.now()
+    active = Host.objects.filter(leased_until__gt=now).count()
+    max_hosts = min(max_hosts, settings.CRAWLER_MAX_ACTIVE_LEASES - active)
+    if max_hosts <= 0:
+        return []
+    free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
+    due = Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED, next_fetch_at__lte=now)
+    token = f"{owner}:{uuid.uuid4().hex[:12]}"
+    with transaction.atomic():
+        ready = Host.objects.filter(free, next_fetch_at__lte=now).filter(Exists(due))
+        if connection.features.has_select_for_update_skip_locked:
+            ready = ready.select_for_update(skip_locked=True)
+        ids = list(ready.order_by("next_fetch_at").values_list("id", flat=True)[:max_hosts])
+        if not ids:
+            return []
+        Host.objects.filter(free, id__in=ids).update(
+            lease_owner=token, leased_until=now + timedelta(seconds=settings.CRAWLER_LEASE_SECONDS)
+        )
+    hosts = list(Host.objects.filter(id__in=ids, lease_owner=token).values_list("id", "origin", "crawl_delay"))
+    if not hosts:
+        return []
+    ranked = (
+        Url.objects.filter(host_id__in=[h[0] for h in hosts], state=UrlState.QUEUED, next_fetch_at__lte=now)
+        .annotate(rank=Window(RowNumber(), partition_by=F("host_id"), order_by=[F("priority").desc(), F("id").asc()]))
+        .filter(rank__lte=settings.CRAWLER_HOST_BATCH_SIZE)
+        .values_list("host_id", "id")
+    )
+    url_ids = defaultdict(list)
+    for host_id, url_id in ranked:
+        url_ids[host_id].append(url_id)
+    leases = []
+    for host_id, origin, crawl_delay in hosts:
+        ids_for_host = url_ids.get(host_id, [])
+        if _effective_delay(crawl_delay) > 0:
+            ids_for_host = ids_for_host[:1]  # one request per lease: the delay lives in the row
+        if ids_for_host:
+            leases.append(Lease(host_id, token, origin, ids_for_host))
+        else:  # its URLs were taken meanwhile
+            release_host(host_id, token, None)
+    return leases
+
+
+def begin_lease(host_id: int, token: str) -> HostView | None:
+    """Confirm a lease is still ours and extend it; None means drop the work."""
+    now = timezone.now()
+    claimed = Host.objects.filter(id=host_id, lease_owner=token, leased_until__gt=now).update(
+        leased_until=now + timedelta(seconds=settings.CRAWLER_LEASE_SECONDS)
+    )
+    if not claimed:
+        return None
+    row = Host.objects.get(id=host_id)
+    return HostView(
+        row.id, row.origin, row.crawl_delay, row.robots_status, row.robots_body, row.robots_error,
+        row.robots_fetched_at, row.robots_expires_at,
+    )
+
+
+def release_host(host_id: int, token: str, next_fetch_at: datetime | None) -> bool:
+    changes = {"lease_owner": "", "leased_until": None}
+    if next_fetch_at is not None:
+        changes["next_fetch_at"] = next_fetch_at
+    return bool(Host.objects.filter(id=host_id, lease_owner=token).update(**changes))
+
+
+def host_delay(host: HostView) -> float:
+    return _effective_delay(host.crawl_delay)
+
+
+def save_robots(host_id: int, status: int | None, body: str, crawl_delay: float | None,
+                error: str, fetched_at: datetime, expires_at: datetime) -> None:
+    Host.objects.filter(id=host_id).update(
+        robots_status=status, robots_body=body, crawl_delay=crawl_delay, robots_error=error[:40],
+        robots_fetched_at=fetched_at, robots_expires_at=expires_at,
+    )
+
+
+def queued_urls(url_ids: list[int]) -> list[tuple[int, str, int, int, int]]:
+    """(id, url, depth, redirect_hops, attempts) of those still queued, in the given order."""
+    rows = {
+        r[0]: r
+        for r in Url.objects.filter(id__in=url_ids, state=UrlState.QUEUED).values_list(
+            "id", "url", "depth", "redirect_hops", "attempts"
+        )
+    }
+    return [rows[i] for i in url_ids if i in rows]
+
+
+def record_fetch(report: FetchReport, attempts: int) -> str | None:
+    """Apply one fetch result; returns the new state, or None if another worker got there
+    first (the row was no longer queued)."""
+    now = timezone.now()
+    t = next_state(
+        report, attempts, now,
+        max_attempts=settings.CRAWLER_MAX_ATTEMPTS, retry_base=settings.CRAWLER_RETRY_BASE_DELAY,
+    )
+    changes = dict(state=t.state, outcome=t.outcome[:40], attempts=t.attempts, next_fetch_at=t.next_fetch_at)
+    if report.status is not None or report.error:
+        changes.update(last_status=report.status, last_fetched_at=now)
+    if report.content_hash:
+        changes["content_hash"] = report.content_hash
+    with transaction.atomic():
+        if not Url.objects.filter(id=report.url_id, state=UrlState.QUEUED).update(**changes):
+            return None
+        if t.dead_letter:
+            DeadLetter.objects.update_or_create(
+                url_id=report.url_id,
+                defaults=dict(reason=t.outcome, last_status=report.status, attempts=t.attempts),
+            )
+    return t.state
+
+
+def requeue_dead_letters(dead_letter_ids: Iterable[int]) -> int:
+    """Put dead-lettered URLs back in the queue with fresh attempts (admin action)."""
+    with transaction.atomic():
+        letters = DeadLetter.objects.filter(id__in=list(dead_letter_ids))
+        url_ids = list(letters.values_list("url_id", flat=True))
+        Url.objects.filter(id__in=url_ids).update(
+            state=UrlState.QUEUED, attempts=0, outcome="requeued", next_fetch_at=timezone.now()
+        )
+        letters.delete()
+    return len(url_ids)
+
+
+def has_pending_work() -> bool:
+    """True while any URL waits (now or later) or any host is leased: the crawl isn't over."""
+    now = timezone.now()
+    return (
+        Url.objects.filter(state=UrlState.QUEUED).exists()
+        or Host.objects.filter(leased_until__gt=now).exists()
+    )
+
+
+def next_due_in(max_wait: float) -> float:
+    """Seconds until some host may become ready, capped to max_wait (idle waiting)."""
+    now = timezone.now()
+    soonest = (
+        Host.objects.filter(Exists(Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED)))
+        .order_by("next_fetch_at").values_list("next_fetch_at", flat=True).first()
+    )
+    if soonest is None:
+        return max_wait
+    return min(max_wait, max(0.0, (soonest - now).total_seconds()))
+
+
+def crawl_summary() -> dict:
+    """Counts for the crawl summary, `status` command and tests."""
+    from django.db.models import Count
+
+    by_state = dict(Url.objects.values_list("state").annotate(n=Count("id")))
+    by_status = {
+        str(k): v for k, v in Url.objects.exclude(last_status=None).values_list("last_status").annotate(n=Count("id"))
+    }
+    by_outcome = {
+        f"{s}:{o}": n for s, o, n in Url.objects.values_list("state", "outcome").annotate(n=Count("id"))
+    }
+    now = timezone.now()
+    return {
+        "urls": sum(by_state.values()),
+        "by_state": by_state,
+        "by_status": dict(sorted(by_status.items())),
+        "by_outcome": dict(sorted(by_outcome.items())),
+        "fetched": Url.objects.exclude(last_fetched_at=None).count(),
+        "hosts": Host.objects.count(),
+        "hosts_leased": Host.objects.filter(leased_until__gt=now).count(),
+        "dead_letters": DeadLetter.objects.count(),
+    }

@@ -1,0 +1,24 @@
+import json
+
+from django.core.management.base import BaseCommand
+
+from indexer import service
+
+
+class Command(BaseCommand):
+    help = "Search the index; prints ranked results (URL, title, snippet)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("query")
+        parser.add_argument("--limit", type=int, default=10)
+        parser.add_argument("--json", action="store_true", help="a JSON list, best first")
+
+    def handle(self, *args, **options):
+        hits = service.search(options["query"], limit=max(1, min(options["limit"], 100)))
+        if options["json"]:
+            self.stdout.write(json.dumps([h.as_dict() for h in hits], ensure_ascii=False, indent=2))
+            return
+        if not hits:
+            self.stdout.write("no results")
+        for rank, hit in enumerate(hits, 1):
+            self.stdout.write(f"{rank}. {hit.title or '(untitled)'}  [{hit.score:.3f}]\n   {hit.url}\n   {hit.snippet_text}\n")

@@ -1,0 +1,38 @@
+"""Documents (one per fetched HTML page) and content fingerprints for duplicate detection.
+
+The full-text index itself is not a Django model: each search backend creates its own
+structure in a migration (a GIN-indexed tsvector table on PostgreSQL, an FTS5 virtual
+table on SQLite), the way Wagtail's database search backends do.
+"""
+
+from django.db import models
+from django.utils import timezone
+
+
+class Document(models.Model):
+    url = models.OneToOneField("frontier.Url", on_delete=models.CASCADE, related_name="document")
+    address = models.TextField(help_text="the page URL, kept here so search needs no join")
+    title = models.TextField(blank=True, default="")
+    headings = models.TextField(blank=True, default="")
+    body = models.TextField(blank=True, default="", help_text="visible text (capped)")
+    content_hash = models.CharField(max_length=64, db_index=True)
+    content_type = models.CharField(max_length=100, blank=True, default="")
+    status = models.SmallIntegerField(default=200)
+    size = models.IntegerField(default=0, help_text="body bytes")
+    noindex = models.BooleanField(default=False)
+    duplicate_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates"
+    )
+    indexed = models.BooleanField(default=False)
+    fetched_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self):
+        return self.address
+
+
+class ContentFingerprint(models.Model):
+    """First document seen with a given content hash. The primary key makes the
+    exact-duplicate test race-free across workers: whoever inserts first is the original."""
+
+    content_hash = models.CharField(max_length=64, primary_key=True)
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")

@@ -1,0 +1,115 @@
+"""HTML -> title, headings, visible text, links and robots directives, with lxml.
+
+Decoding: the HTTP charset wins, then a <meta charset> in the first 4 KB, then UTF-8;
+undecodable bytes become U+FFFD rather than failing (lying charsets are common).
+Links: <a>/<area> href, resolved against <base href> when present; rel=nofollow links are
+dropped; meta robots nofollow drops them all. Links are returned as absolute strings; the
+frontier normalizes and filters them.
+"""
+
+import codecs
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urljoin
+
+import lxml.html
+from lxml import etree
+
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
+_SPACE = re.compile(r"\s+")
+_INVISIBLE = ("script", "style", "noscript", "template", "svg", "head")
+# Elements that end a run of words: their text must not fuse with the next element's.
+_BLOCKS = (
+    "p", "div", "br", "li", "ul", "ol", "dl", "dt", "dd", "tr", "td", "th", "table", "h1", "h2",
+    "h3", "h4", "h5", "h6", "section", "article", "header", "footer", "nav", "aside", "main",
+    "blockquote", "pre", "form", "figure", "figcaption", "hr", "address", "option", "a",
+)
+
+
+@dataclass
+class ParsedPage:
+    title: str = ""
+    headings: str = ""
+    text: str = ""
+    links: list[str] = field(default_factory=list)
+    canonical: str = ""
+    noindex: bool = False
+    nofollow: bool = False
+
+
+def choose_encoding(body: bytes, http_charset: str | None) -> str:
+    for candidate in (http_charset, _meta_charset(body)):
+        if candidate:
+            try:
+                return codecs.lookup(candidate).name
+            except LookupError:
+                continue
+    return "utf-8"
+
+
+def _meta_charset(body: bytes) -> str | None:
+    match = _META_CHARSET.search(body[:4096])
+    return match.group(1).decode("ascii") if match else None
+
+
+def _clean(text: str) -> str:
+    return _SPACE.sub(" ", text).strip()
+
+
+def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
+               max_links: int = 1000, max_chars: int = 200_000) -> ParsedPage:
+    page = ParsedPage()
+    text = body.decode(choose_encoding(body, http_charset), errors="replace")
+    # lxml rejects str input with an XML declaration naming an encoding; it carries no
+    # information once decoded.
+    text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text)
+    if not text.strip():
+        return page
+    try:
+        doc = lxml.html.document_fromstring(text)
+    except (etree.ParserError, ValueError):
+        return page
+
+    for meta in doc.iter("meta"):
+        if (meta.get("name") or "").lower() in ("robots", "crawlerweb"):
+            directives = {d.strip().lower() for d in (meta.get("content") or "").split(",")}
+            page.noindex |= bool(directives & {"noindex", "none"})
+            page.nofollow |= bool(directives & {"nofollow", "none"})
+    title = doc.find(".//title")
+    page.title = _clean(title.text_content())[:500] if title is not None else ""
+    for link in doc.iter("link"):
+        if "canonical" in (link.get("rel") or "").lower().split() and link.get("href"):
+            page.canonical = _safe_join(url, link.get("href"))
+            break
+
+    base = url
+    base_el = doc.find(".//base[@href]")
+    if base_el is not None:
+        base = _safe_join(url, base_el.get("href")) or url
+    if not page.nofollow:
+        seen = set()
+        for el in doc.iter("a", "area"):
+            href = el.get("href")
+            if not href or "nofollow" in (el.get("rel") or "").lower().split():
+                continue
+            absolute = _safe_join(base, href)
+            if absolute and absolute not in seen:
+                seen.add(absolute)
+                page.links.append(absolute)
+                if len(page.links) >= max_links:
+                    break
+
+    page.headings = " · ".join(_clean(h.text_content()) for h in doc.iter("h1", "h2", "h3"))[:5000]
+    etree.strip_elements(doc, *_INVISIBLE, with_tail=False)
+    for el in doc.iter(*_BLOCKS):
+        el.tail = " " + el.tail if el.tail else " "
+    body_el = doc.find("body")
+    page.text = _clean((body_el if body_el is not None else doc).text_content())[:max_chars]
+    return page
+
+
+def _safe_join(base: str, href: str) -> str:
+    try:
+        return urljoin(base, href.strip())
+    except ValueError:  # e.g. an invalid IPv6 literal
+        return ""
