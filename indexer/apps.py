@@ -4,3 +4,6 @@ from django.apps import AppConfig
 class IndexerConfig(AppConfig):
     name = "indexer"
     verbose_name = "Indexer (documents, search)"
+
+    def ready(self):
+        from . import signals  # noqa: F401  (connects the index-cleanup receiver)

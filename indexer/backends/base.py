@@ -55,5 +55,9 @@ class SearchBackend:
         """Remove these documents from the index."""
         raise NotImplementedError
 
+    def clear(self) -> None:
+        """Empty the index (tests; a full re-index)."""
+        raise NotImplementedError
+
     def search(self, query: str, limit: int = 10, offset: int = 0) -> list[SearchHit]:
         raise NotImplementedError

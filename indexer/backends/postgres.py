@@ -1,5 +1,9 @@
 """PostgreSQL full text: a tsvector per document in indexer_pg_index, GIN-indexed.
 
+No foreign key to indexer_document: Django's flush must be able to TRUNCATE that table.
+Entries are removed by delete() (called from a pre_delete signal), and search joins the
+document table, so an orphan could never be shown anyway.
+
 Weights: title A, headings B, body C; ranked with ts_rank_cd. Snippets come from
 ts_headline, computed only for the page of results (it re-parses the body).
 """
@@ -12,7 +16,7 @@ CONFIG = "english"
 
 CREATE_SQL = [
     """CREATE TABLE IF NOT EXISTS indexer_pg_index (
-        document_id bigint PRIMARY KEY REFERENCES indexer_document(id) ON DELETE CASCADE,
+        document_id bigint PRIMARY KEY,
         vector tsvector NOT NULL)""",
     "CREATE INDEX IF NOT EXISTS indexer_pg_index_vector ON indexer_pg_index USING GIN (vector)",
 ]
@@ -38,6 +42,10 @@ class PostgresSearchBackend(SearchBackend):
     def delete(self, document_ids):
         with connections[self.using].cursor() as cur:
             cur.execute("DELETE FROM indexer_pg_index WHERE document_id = ANY(%s)", [list(document_ids)])
+
+    def clear(self):
+        with connections[self.using].cursor() as cur:
+            cur.execute("TRUNCATE indexer_pg_index")
 
     def search(self, query, limit=10, offset=0):
         terms = query_terms(query)

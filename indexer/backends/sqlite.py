@@ -40,6 +40,10 @@ class SQLiteSearchBackend(SearchBackend):
                 list(document_ids),
             )
 
+    def clear(self):
+        with connections[self.using].cursor() as cur:
+            cur.execute("INSERT INTO indexer_fts (indexer_fts) VALUES ('delete-all')")
+
     def search(self, query, limit=10, offset=0):
         terms = query_terms(query)
         if not terms:

@@ -1,0 +1,62 @@
+from indexer.parse import choose_encoding, parse_html
+
+PAGE = b"""<!doctype html><html><head><title> The  Title </title>
+<meta name="robots" content="index, follow"><link rel="canonical" href="/canon.html">
+<style>.x{color:red}</style><script>var hidden = "scriptword";</script></head>
+<body><h1>Main heading</h1><p>First<b>para</b></p><div>second block</div>
+<a href="/a.html#frag">a</a><a href="b.html">b</a><a rel="nofollow" href="/nf.html">nf</a>
+<a href="http://other.test/c">c</a><a href="/a.html">dup</a><area href="/map.html">
+<a>no href</a></body></html>"""
+
+
+def test_it_extracts_title_headings_text_and_links():
+    page = parse_html(PAGE, "http://h.test/dir/page.html")
+    assert page.title == "The Title"
+    assert page.headings == "Main heading"
+    assert "First para" not in page.text and "Firstpara" in page.text
+    assert "second block" in page.text and "Main heading" in page.text
+    assert "scriptword" not in page.text and "color" not in page.text
+    assert page.links == [
+        "http://h.test/a.html#frag", "http://h.test/dir/b.html", "http://other.test/c",
+        "http://h.test/a.html", "http://h.test/map.html",
+    ]
+    assert page.canonical == "http://h.test/canon.html"
+    assert not page.noindex and not page.nofollow
+
+
+def test_it_resolves_links_against_base_href():
+    page = parse_html(b'<html><head><base href="/p/"></head><body><a href="8.html">x</a></body></html>',
+                      "http://h.test/base/index.html")
+    assert page.links == ["http://h.test/p/8.html"]
+
+
+def test_it_honours_meta_robots():
+    noindex = parse_html(b'<meta name="robots" content="NOINDEX"><a href="/x">x</a>', "http://h.test/")
+    assert noindex.noindex and not noindex.nofollow and noindex.links == ["http://h.test/x"]
+    nofollow = parse_html(b'<meta name="robots" content="nofollow"><a href="/x">x</a>', "http://h.test/")
+    assert nofollow.nofollow and nofollow.links == []
+    none = parse_html(b'<meta name="robots" content="none"><a href="/x">x</a>', "http://h.test/")
+    assert none.noindex and none.nofollow
+
+
+def test_it_decodes_with_header_then_meta_then_utf8():
+    latin = "<html><head><title>caf\u00e9</title></head><body>\u00fcber</body></html>".encode("latin-1")
+    assert parse_html(latin, "http://h.test/", "iso-8859-1").title == "caf\u00e9"
+    meta = b'<meta charset="iso-8859-1">' + latin
+    assert parse_html(meta, "http://h.test/").title == "caf\u00e9"
+    # lying header: bytes that are not UTF-8 are replaced, not fatal
+    assert "\ufffd" in parse_html(latin, "http://h.test/", "utf-8").title
+    assert choose_encoding(b"", "no-such-charset") == "utf-8"
+
+
+def test_it_caps_links_and_text():
+    body = b"<body>" + b"".join(b'<a href="/l%d">w%d</a>' % (i, i) for i in range(500)) + b"</body>"
+    page = parse_html(body, "http://h.test/", max_links=100, max_chars=1000)
+    assert len(page.links) == 100 and len(page.text) <= 1000
+
+
+def test_it_survives_empty_and_garbage_input():
+    assert parse_html(b"", "http://h.test/").links == []
+    assert parse_html(b"\x00\xff\xfe garbage <<<>>>", "http://h.test/").title == ""
+    assert parse_html(b'<?xml version="1.0" encoding="utf-8"?><html><title>x</title></html>',
+                      "http://h.test/").title == "x"
