@@ -5,25 +5,43 @@ import ipaddress
 
 import pytest
 from django.db import connection
+from django.test import override_settings
 
-LOOPBACK = [ipaddress.ip_network("127.0.0.0/8")]
+# Fast, loopback-allowed settings for tests; a test that checks the SSRF default overrides
+# CRAWLER_ALLOWED_NETWORKS back to empty.
+TEST_SETTINGS = dict(
+    CRAWLER_ALLOWED_NETWORKS=[ipaddress.ip_network("127.0.0.0/8")],
+    CRAWLER_DEFAULT_DELAY=0.05,
+    CRAWLER_RETRY_BASE_DELAY=0.2,
+    CRAWLER_DEPTH_LIMIT=6,
+    CRAWLER_CONNECT_TIMEOUT=2.0,
+    CRAWLER_READ_TIMEOUT=5.0,
+    CRAWLER_TOTAL_DEADLINE=10.0,
+)
+
+
+def forget_limits():
+    from frontier.limits import forget_cached_limits
+
+    forget_cached_limits()
 
 
 @pytest.fixture(autouse=True)
 def crawler_test_settings(settings):
-    """Fast, loopback-allowed defaults; a test that checks the SSRF default overrides it."""
-    settings.CRAWLER_ALLOWED_NETWORKS = LOOPBACK
-    settings.CRAWLER_DEFAULT_DELAY = 0.05
-    settings.CRAWLER_RETRY_BASE_DELAY = 0.2
-    settings.CRAWLER_DEPTH_LIMIT = 6
-    settings.CRAWLER_CONNECT_TIMEOUT = 2.0
-    settings.CRAWLER_READ_TIMEOUT = 5.0
-    settings.CRAWLER_TOTAL_DEADLINE = 10.0
-    from frontier.limits import forget_cached_limits
-
-    forget_cached_limits()
+    for name, value in TEST_SETTINGS.items():
+        setattr(settings, name, value)
+    forget_limits()
     yield
-    forget_cached_limits()
+    forget_limits()
+
+
+@pytest.fixture(scope="module")
+def module_test_settings():
+    """TEST_SETTINGS for module-scoped fixtures (the `settings` fixture is per test)."""
+    with override_settings(**TEST_SETTINGS):
+        forget_limits()
+        yield
+    forget_limits()
 
 
 def pytest_collection_modifyitems(config, items):

@@ -1,0 +1,45 @@
+# crawlerweb — the two commands a newcomer needs:
+#   make demo   set up, crawl the bundled sample web (embedded: SQLite, no broker), search it
+#   make test   set up, start PostgreSQL/Redis if needed, run the whole test suite
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PG_URL ?= postgres://postgres@127.0.0.1:5432/crawlerweb
+DEMO_PORT ?= 8300
+DEMO_DB := var/demo.sqlite3
+export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
+
+.PHONY: setup demo test test-postgres test-sqlite services sampleweb clean
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+setup: $(VENV)/.installed
+
+demo: setup
+	@mkdir -p var && rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm var/demo-requests.log
+	DATABASE_URL=sqlite:///$(CURDIR)/$(DEMO_DB) $(PY) manage.py migrate -v0
+	DATABASE_URL=sqlite:///$(CURDIR)/$(DEMO_DB) CRAWLER_DEFAULT_DELAY=0.1 \
+	  $(PY) -m bench.demo --port $(DEMO_PORT) --log var/demo-requests.log
+
+services:
+	./scripts/services.sh
+
+test: setup services test-postgres test-sqlite
+
+test-postgres:
+	DATABASE_URL=$(PG_URL) $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+# The embedded backend: the same suite on SQLite (PostgreSQL-only tests skip themselves).
+test-sqlite:
+	@mkdir -p var
+	DATABASE_URL=sqlite:///$(CURDIR)/var/unused.sqlite3 $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+sampleweb: setup
+	$(PY) -m bench.sampleweb serve --port $(DEMO_PORT) --log var/sampleweb.log
+
+clean:
+	rm -rf var .pytest_cache

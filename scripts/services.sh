@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Make sure PostgreSQL and Redis answer on 127.0.0.1; start them if they are installed but
+# down (the commands of this machine image), install them with apt if missing.
+set -euo pipefail
+
+pg_up() { pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; }
+redis_up() { redis-cli -h 127.0.0.1 -p 6379 ping 2>/dev/null | grep -q PONG; }
+
+if ! command -v pg_ctlcluster >/dev/null || ! command -v redis-server >/dev/null; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server >/dev/null
+  fi
+fi
+if ! pg_up; then
+  version=$(ls /etc/postgresql 2>/dev/null | sort -V | tail -1)
+  [ -n "$version" ] && pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  for _ in $(seq 30); do pg_up && break; sleep 1; done
+fi
+if ! redis_up; then
+  mkdir -p /var/lib/redis /var/log/redis
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+    --dir /var/lib/redis --logfile /var/log/redis/ci.log || true
+  for _ in $(seq 30); do redis_up && break; sleep 1; done
+fi
+pg_up || { echo "PostgreSQL is not reachable on 127.0.0.1:5432" >&2; exit 1; }
+redis_up || { echo "Redis is not reachable on 127.0.0.1:6379" >&2; exit 1; }
+echo "PostgreSQL and Redis are up"

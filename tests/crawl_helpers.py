@@ -1,0 +1,44 @@
+"""Shared pieces of the end-to-end crawl tests: a sample web per test, and the checks
+every complete, polite crawl must pass (judged from the sample web's own request log)."""
+
+import contextlib
+
+from bench.sampleweb import WebConfig, audit_log, run_server
+from frontier.models import Url
+
+# Small enough for CI, with every feature: 8 hosts, 10 pages each, Crawl-delay hosts,
+# slow/flaky/trap hosts, redirects, duplicates, 404/410.
+TEST_WEB = dict(hosts=8, pages_per_host=10, crawl_delay=0.2, slow_delay=0.1, retry_after=1, port=0)
+DEPTH_LIMIT = 6  # tests/conftest.py sets CRAWLER_DEPTH_LIMIT to this
+DEFAULT_DELAY = 0.05  # and CRAWLER_DEFAULT_DELAY to this
+
+
+@contextlib.contextmanager
+def sample_web(tmp_path, **overrides):
+    log = tmp_path / "requests.log"
+    with run_server(WebConfig(**(TEST_WEB | overrides)), log) as web:
+        web.request_log = log
+        yield web
+
+
+def audit(web, default_delay=DEFAULT_DELAY):
+    return audit_log(web.request_log, web, default_delay, depth_limit=DEPTH_LIMIT)
+
+
+def assert_complete_and_polite(web, report, *, allow_duplicates=False):
+    truth = web.ground_truth(depth_limit=DEPTH_LIMIT)
+    assert report["missing"] == [], "ground-truth URLs never fetched"
+    assert report["unexpected"] == [], "fetched URLs nobody needed"
+    assert set(report["fetched"]) == truth
+    assert report["in_flight_violations"] == 0, report["max_in_flight"]
+    assert report["gap_violations"] == [], "requests closer than the host's delay"
+    assert report["retry_after_violations"] == []
+    assert report["robots_disallowed_fetched"] == []
+    assert set(report["robots_fetches"]) == set(web.hosts), "robots.txt fetched for every host"
+    assert set(report["robots_fetches"].values()) == {1}, "robots.txt fetched once per host"
+    if not allow_duplicates:
+        assert report["duplicate_fetches"] == {}, "a URL was fetched twice"
+    # The frontier's view agrees: nothing left waiting, every fetched URL recorded.
+    assert not Url.objects.filter(state="queued").exists()
+    recorded = set(Url.objects.exclude(last_fetched_at=None).values_list("url", flat=True))
+    assert recorded == truth
