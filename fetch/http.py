@@ -102,7 +102,7 @@ class FetchResult:
     status: int | None = None
     headers: dict[str, str] = field(default_factory=dict)  # lower-case names
     body: bytes = b""
-    error: str = ""  # "", timeout, deadline, connection, blocked_address, too_large, protocol
+    error: str = ""  # "", timeout, deadline, connection, dns, blocked_address, too_large, protocol
     error_detail: str = ""
     elapsed: float = 0.0
     final_url: str = ""
@@ -124,7 +124,13 @@ _local = threading.local()
 
 
 def _session() -> requests.Session:
+    # Pooled connections were checked when opened; if the allowed networks change (tests,
+    # a reload), connections opened under the old policy must not be reused.
+    policy = tuple(settings.CRAWLER_ALLOWED_NETWORKS)
     session = getattr(_local, "session", None)
+    if session is not None and _local.policy != policy:
+        session.close()
+        session = None
     if session is None:
         session = requests.Session()
         session.trust_env = False
@@ -135,7 +141,7 @@ def _session() -> requests.Session:
         session.headers.update(
             {"User-Agent": settings.CRAWLER_USER_AGENT, "Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"}
         )
-        _local.session = session
+        _local.session, _local.policy = session, policy
     return session
 
 
@@ -197,6 +203,10 @@ def _connection_error_kind(exc: Exception) -> str:
     while cause is not None:
         if isinstance(cause, BlockedAddress):
             return "blocked_address"
+        if isinstance(cause, urllib3.exceptions.NameResolutionError):
+            return "dns"
+        if isinstance(cause, urllib3.exceptions.NewConnectionError):  # subclasses ConnectTimeoutError!
+            return "connection"
         if isinstance(cause, (urllib3.exceptions.ReadTimeoutError, urllib3.exceptions.ConnectTimeoutError)):
             return "timeout"
         cause = cause.args[0] if cause.args and isinstance(cause.args[0], Exception) else cause.__cause__

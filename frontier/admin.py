@@ -44,6 +44,7 @@ class UrlAdmin(admin.ModelAdmin):
 
 @admin.register(Seed)
 class SeedAdmin(admin.ModelAdmin):
+    fields = ("url",)
     list_display = ("url", "created_at")
     search_fields = ("url",)
 
@@ -58,6 +59,7 @@ class SeedAdmin(admin.ModelAdmin):
 
 @admin.register(ExcludedDomain)
 class ExcludedDomainAdmin(admin.ModelAdmin):
+    fields = ("domain",)
     list_display = ("domain", "created_at")
     search_fields = ("domain",)
 

@@ -131,14 +131,23 @@ class CrawlLimits(models.Model):
         current = CrawlLimits.objects.filter(pk=1).values_list("version", flat=True).first()
         self.version = (current or 0) + 1
         super().save(*args, **kwargs)
+        _forget_local_snapshot()
 
     @classmethod
     def bump_version(cls):
         if not cls.objects.filter(pk=1).update(version=models.F("version") + 1):
             cls.objects.get_or_create(pk=1)
+        _forget_local_snapshot()
 
     def __str__(self):
         return f"crawl limits v{self.version}"
+
+
+def _forget_local_snapshot():
+    # This process sees its own change at once; others notice the version within seconds.
+    from .limits import forget_cached_limits
+
+    forget_cached_limits()
 
 
 class DeadLetter(models.Model):

@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 from .models import UrlState
 
 # Network-level errors worth another try later.
-RETRYABLE_ERRORS = frozenset({"timeout", "connection", "deadline", "protocol", "robots_unavailable"})
+RETRYABLE_ERRORS = frozenset({"timeout", "connection", "dns", "deadline", "protocol", "robots_unavailable"})
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 
 

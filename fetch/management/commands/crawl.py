@@ -32,12 +32,13 @@ class Command(BaseCommand):
 
         bar = None
         if not options["no_progress"]:
-            bar = tqdm(total=0, unit="url", desc="crawl", file=sys.stderr, dynamic_ncols=True)
+            # disable=None: no bar when stderr is not a terminal (logs, CI)
+            bar = tqdm(total=0, unit="url", desc="crawl", file=sys.stderr, dynamic_ncols=True, disable=None)
         last = [0.0]
 
         def progress():
             now = time.monotonic()
-            if bar is None or now - last[0] < 0.5:
+            if bar is None or bar.disable or now - last[0] < 0.5:
                 return
             last[0] = now
             summary = frontier.crawl_summary()

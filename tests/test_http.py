@@ -1,0 +1,187 @@
+"""fetch/http.py against a real loopback server whose handlers are named for what they do."""
+
+import gzip
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from fetch import http
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def send(self, status, body=b"", headers=()):
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        path = self.path
+        if path == "/ok":
+            self.send(200, b"<html><title>ok</title></html>", [("Content-Type", "text/html; charset=utf-8")])
+        elif path == "/big":
+            self.send(200, b"x" * 300_000, [("Content-Type", "text/html")])
+        elif path == "/big-chunked":  # no Content-Length, bigger than the cap
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for _ in range(40):
+                self.wfile.write(b"2000\r\n" + b"y" * 0x2000 + b"\r\n")
+            self.wfile.write(b"0\r\n\r\n")
+        elif path == "/gzip-bomb":
+            self.send(200, gzip.compress(b"\0" * 20_000_000), [("Content-Type", "text/html"), ("Content-Encoding", "gzip")])
+        elif path == "/slow-drip":  # a byte every 0.3 s: never trips the read timeout
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", "1000")
+            self.end_headers()
+            try:
+                for _ in range(1000):
+                    self.wfile.write(b"a")
+                    self.wfile.flush()
+                    time.sleep(0.3)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+        elif path == "/redirect":
+            self.send(302, b"", [("Location", "/ok")])
+        elif path == "/redirect-to-postgres":
+            self.send(302, b"", [("Location", "http://127.0.0.1:5432/")])
+        elif path == "/pdf":
+            self.send(200, b"%PDF-1.4 " + b"z" * 100_000, [("Content-Type", "application/pdf")])
+        else:
+            self.send(404, b"no")
+
+
+@pytest.fixture(scope="module")
+def server():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.handle_error = lambda request, address: None  # clients hang up on purpose here
+    srv.daemon_threads = True
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+def test_it_fetches_a_page(server):
+    result = http.fetch(server + "/ok")
+    assert (result.status, result.error, result.content_type, result.charset) == (200, "", "text/html", "utf-8")
+    assert b"<title>ok</title>" in result.body
+
+
+@pytest.fixture
+def tripwire(monkeypatch):
+    """Fail loudly instead of ever opening a socket to a non-loopback address."""
+    real = http.urllib3_connection.create_connection
+    attempts = []
+
+    def guarded(address, *args, **kwargs):
+        attempts.append(address[0])
+        if not address[0].startswith("127."):
+            raise AssertionError(f"tried to connect to {address[0]}")
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(http.urllib3_connection, "create_connection", guarded)
+    return attempts
+
+
+def test_it_refuses_loopback_private_and_reserved_addresses_by_default(settings, server, tripwire):
+    settings.CRAWLER_ALLOWED_NETWORKS = []
+    for url in (server + "/ok", "http://127.0.0.1:5432/", "http://127.0.0.1:6379/", "http://localhost:5432/",
+                "http://10.1.2.3/", "http://169.254.169.254/latest/meta-data/", "http://[::1]:5432/",
+                "http://0.0.0.0:6379/", "http://224.0.0.1/"):
+        result = http.fetch(url)
+        assert (result.status, result.error) == (None, "blocked_address"), url
+    assert tripwire == []  # refused before any socket was opened
+
+
+def test_it_checks_the_resolved_address_not_the_name(settings, monkeypatch, tripwire):
+    settings.CRAWLER_ALLOWED_NETWORKS = []
+    # DNS is the internet's part: simulate a public name that resolves to PostgreSQL's address.
+    fake = [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", 5432))]
+    monkeypatch.setattr(http.socket, "getaddrinfo", lambda *a, **k: fake)
+    assert http.fetch("http://innocent.example.com:5432/").error == "blocked_address"
+    assert tripwire == []
+
+
+def test_it_allows_only_the_configured_networks(settings, server):
+    port = server.rsplit(":", 1)[1]
+    settings.CRAWLER_ALLOWED_NETWORKS = [__import__("ipaddress").ip_network("127.0.0.2/32")]
+    assert http.fetch(server + "/ok").error == "blocked_address"
+    assert http.fetch(f"http://127.0.0.2:{port}/ok").error in ("connection", "")  # allowed; nothing listens
+
+
+def test_it_checks_every_redirect_hop_when_following(settings, server):
+    settings.CRAWLER_ALLOWED_NETWORKS = [__import__("ipaddress").ip_network(f"127.0.0.1/32")]
+    followed = http.fetch(server + "/redirect", follow_redirects=True)
+    assert (followed.status, followed.final_url) == (200, server + "/ok")
+    # 127.0.0.1:5432 is inside the allowed /32 here, so pin the refusal with an address outside it
+    settings.CRAWLER_ALLOWED_NETWORKS = []
+    assert http.fetch(server + "/redirect-to-postgres", follow_redirects=True).error == "blocked_address"
+
+
+def test_it_does_not_follow_redirects_for_pages(server):
+    result = http.fetch(server + "/redirect")
+    assert (result.status, result.headers["location"]) == (302, "/ok")
+
+
+@pytest.mark.parametrize("path", ["/big", "/big-chunked", "/gzip-bomb"])
+def test_it_caps_the_decompressed_body(server, path):
+    result = http.fetch(server + path, max_bytes=100_000)
+    assert result.error == "too_large" and len(result.body) == 100_000
+
+
+def test_it_enforces_a_total_deadline_on_a_slow_drip(settings, server):
+    settings.CRAWLER_TOTAL_DEADLINE = 1.0
+    started = time.monotonic()
+    result = http.fetch(server + "/slow-drip")
+    assert result.error == "deadline" and 0 < len(result.body) < 1000
+    assert time.monotonic() - started < 1.0 + settings.CRAWLER_READ_TIMEOUT
+
+
+def test_it_skips_bodies_of_unwanted_types(server):
+    result = http.fetch(server + "/pdf", body_types=("text/html",))
+    assert (result.status, result.content_type, result.body) == (200, "application/pdf", b"")
+
+
+def test_it_reports_connection_errors_and_timeouts_without_raising(settings, monkeypatch):
+    with socket.socket() as sock:  # a port that accepts nothing: bound, not listening
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+        assert http.fetch(f"http://127.0.0.1:{port}/").error == "connection"
+    with socket.socket() as silent:  # accepts, never answers
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        settings.CRAWLER_READ_TIMEOUT = 0.3
+        assert http.fetch(f"http://127.0.0.1:{silent.getsockname()[1]}/").error == "timeout"
+    def no_such_host(*args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(http.socket, "getaddrinfo", no_such_host)  # no real DNS query leaves
+    assert http.fetch("http://no-such-host.example/").error == "dns"
+
+
+def test_it_is_the_only_module_that_imports_an_http_client():
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    offenders = [
+        str(p.relative_to(root)) for d in ("crawlerweb", "frontier", "fetch", "indexer")
+        for p in (root / d).rglob("*.py")
+        if p.name != "http.py" and any(
+            line.strip().startswith(("import requests", "from requests", "import urllib3", "from urllib3",
+                                     "import httpx", "from urllib.request"))
+            for line in p.read_text().splitlines())
+    ]
+    assert offenders == []

@@ -1,0 +1,93 @@
+"""The admin and the search page, through Django's test client."""
+
+import pytest
+from django.urls import reverse
+
+from frontier import service
+from frontier.models import DeadLetter, Host, Seed, Url
+from indexer.backends import get_search_backend
+from indexer.models import Document
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def crawled_rows():
+    service.add_urls([service.Candidate("http://a.test/page")])
+    url = Url.objects.get()
+    doc = Document.objects.create(url=url, address=url.url, title="Gazette <of> things",
+                                  body="a page about lighthouses and harbours", content_hash="0" * 64)
+    get_search_backend().add([doc.id])
+    DeadLetter.objects.create(url=url, reason="http_500", attempts=4)
+    return url, doc
+
+
+@pytest.mark.parametrize("model", ["host", "url", "seed", "excludeddomain", "crawllimits", "deadletter"])
+def test_it_lists_frontier_models_in_the_admin(admin_client, crawled_rows, model):
+    page = admin_client.get(reverse(f"admin:frontier_{model}_changelist"))
+    assert page.status_code == 200
+
+
+def test_it_filters_urls_by_state_and_lists_documents(admin_client, crawled_rows):
+    page = admin_client.get(reverse("admin:frontier_url_changelist") + "?state__exact=queued")
+    assert page.status_code == 200 and b"http://a.test/page" in page.content
+    page = admin_client.get(reverse("admin:frontier_url_changelist") + "?state__exact=fetched")
+    assert b"http://a.test/page" not in page.content
+    assert admin_client.get(reverse("admin:indexer_document_changelist")).status_code == 200
+    assert admin_client.get(reverse("admin:frontier_host_changelist") + "?leased=yes").status_code == 200
+
+
+def test_it_requeues_dead_letters_from_the_admin(admin_client, crawled_rows):
+    url, _ = crawled_rows
+    Url.objects.filter(id=url.id).update(state="failed", attempts=4)
+    letter = DeadLetter.objects.get()
+    admin_client.post(reverse("admin:frontier_deadletter_changelist"),
+                      {"action": "requeue", "_selected_action": [letter.id]})
+    url.refresh_from_db()
+    assert (url.state, url.attempts) == ("queued", 0) and not DeadLetter.objects.exists()
+
+
+def test_it_adds_seeds_from_the_admin_in_canonical_form(admin_client):
+    admin_client.post(reverse("admin:frontier_seed_add"), {"url": "HTTP://New.test:80/x#y"})
+    assert list(Seed.objects.values_list("url", flat=True)) == ["http://new.test/x"]
+    assert Url.objects.filter(url="http://new.test/x", state="queued").exists()
+    assert Host.objects.filter(origin="http://new.test").exists()
+
+
+def test_it_keeps_the_admin_for_staff_only(client):
+    page = client.get(reverse("admin:frontier_url_changelist"))
+    assert page.status_code == 302 and "/admin/login/" in page["Location"]
+
+
+def test_it_shows_ranked_results_with_escaped_titles_on_the_search_page(client, crawled_rows):
+    page = client.get("/?q=lighthouses")
+    assert page.status_code == 200
+    assert b"http://a.test/page" in page.content and b"<mark>lighthouses</mark>" in page.content
+    assert b"Gazette &lt;of&gt; things" in page.content
+    assert b"No results" in client.get("/?q=submarines").content
+
+
+def test_it_answers_search_json_and_rejects_a_missing_query(client, crawled_rows):
+    data = client.get("/search.json?q=harbours").json()
+    assert [r["url"] for r in data["results"]] == ["http://a.test/page"]
+    assert set(data["results"][0]) >= {"url", "title", "snippet", "score"}
+    bad = client.get("/search.json")
+    assert bad.status_code == 400 and "q" in bad.json()["error"]
+
+
+def test_it_excludes_a_domain_from_the_admin_at_once(admin_client):
+    service.add_urls([service.Candidate("http://warmup.test/")])  # caches the limits
+    admin_client.post(reverse("admin:frontier_excludeddomain_add"), {"domain": "Spam.test"})
+    assert service.add_urls([service.Candidate("http://www.spam.test/")]).rejected == {"excluded_domain": 1}
+
+
+def test_it_notices_a_limits_change_made_by_another_process(monkeypatch):
+    from frontier import limits
+    from frontier.models import CrawlLimits
+
+    assert service.add_urls([service.Candidate("http://a.test/", depth=3)]).admitted == 1
+    # another process writes the row: bulk_create skips save(), so this process is not told
+    CrawlLimits.objects.bulk_create([CrawlLimits(pk=1, depth_limit=1, version=99)])
+    assert service.add_urls([service.Candidate("http://c.test/", depth=3)]).admitted == 1  # cached
+    monkeypatch.setattr(limits, "LIMITS_RECHECK_SECONDS", 0.0)
+    assert service.add_urls([service.Candidate("http://b.test/", depth=3)]).rejected == {"depth_limit": 1}
