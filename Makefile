@@ -9,7 +9,7 @@ DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup demo test test-postgres test-sqlite services sampleweb clean
+.PHONY: setup demo demo-distributed test test-postgres test-sqlite services sampleweb clean
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,13 @@ demo: setup
 	DATABASE_URL=sqlite:///$(CURDIR)/$(DEMO_DB) $(PY) manage.py migrate -v0
 	DATABASE_URL=sqlite:///$(CURDIR)/$(DEMO_DB) CRAWLER_DEFAULT_DELAY=0.1 \
 	  $(PY) -m bench.demo --port $(DEMO_PORT) --log var/demo-requests.log
+
+# The same crawl on PostgreSQL + Redis with 2 Celery workers and 2 dispatchers, with figures.
+demo-distributed: setup services
+	-psql -q -h 127.0.0.1 -U postgres -c "CREATE DATABASE crawlerweb_demo" 2>/dev/null
+	DATABASE_URL=postgres://postgres@127.0.0.1:5432/crawlerweb_demo $(PY) manage.py migrate -v0
+	DATABASE_URL=postgres://postgres@127.0.0.1:5432/crawlerweb_demo CELERY_BROKER_URL=redis://127.0.0.1:6379/13 \
+	  CRAWLER_DEFAULT_DELAY=0.1 $(PY) -m bench.distributed_demo --port $(DEMO_PORT)
 
 services:
 	./scripts/services.sh

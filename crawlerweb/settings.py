@@ -33,30 +33,25 @@ def envbool(name: str, default: bool) -> bool:
     raise SettingError(f"{name}={raw!r} is not a boolean (use true/false)")
 
 
-def envint(name: str, default: int, minimum: int = 0) -> int:
+def _envnumber(name: str, default, minimum, cast, kind: str):
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        value = int(raw)
+        value = cast(raw)
     except ValueError:
-        raise SettingError(f"{name}={raw!r} is not an integer") from None
+        raise SettingError(f"{name}={raw!r} is not {kind}") from None
     if value < minimum:
         raise SettingError(f"{name}={value} is below its minimum {minimum}")
     return value
+
+
+def envint(name: str, default: int, minimum: int = 0) -> int:
+    return _envnumber(name, default, minimum, int, "an integer")
 
 
 def envfloat(name: str, default: float, minimum: float = 0.0) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SettingError(f"{name}={raw!r} is not a number") from None
-    if value < minimum:
-        raise SettingError(f"{name}={value} is below its minimum {minimum}")
-    return value
+    return _envnumber(name, default, minimum, float, "a number")
 
 
 def envlist(name: str, default: str = "") -> list[str]:
@@ -185,8 +180,10 @@ CRAWLER_DEFAULT_DELAY = envfloat("CRAWLER_DEFAULT_DELAY", 1.0)
 CRAWLER_DEPTH_LIMIT = envint("CRAWLER_DEPTH_LIMIT", 20)
 # Hosts one dispatcher round may lease at most.
 CRAWLER_DISPATCH_BATCH = envint("CRAWLER_DISPATCH_BATCH", 64, minimum=1)
-# Seconds an idle dispatcher waits before looking for ready hosts again.
+# Seconds an idle dispatcher first waits before looking for ready hosts again.
 CRAWLER_DISPATCH_IDLE_WAIT = envfloat("CRAWLER_DISPATCH_IDLE_WAIT", 0.05, minimum=0.001)
+# Longest wait of an idle dispatcher (the wait doubles after each empty round).
+CRAWLER_DISPATCH_IDLE_WAIT_MAX = envfloat("CRAWLER_DISPATCH_IDLE_WAIT_MAX", 0.4, minimum=0.001)
 # Threads the embedded crawler fetches with (hosts in flight at once).
 CRAWLER_EMBEDDED_THREADS = envint("CRAWLER_EMBEDDED_THREADS", 8, minimum=1)
 # Number of Celery fetch queues (fetch.0 … fetch.N-1); a host always maps to the same one.

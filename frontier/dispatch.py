@@ -40,8 +40,11 @@ def dispatch_once(name: str, app) -> int:
     return sent
 
 
-def run(name: str, app, stop: threading.Event, idle_wait: float | None = None) -> None:
-    idle_wait = idle_wait or settings.CRAWLER_DISPATCH_IDLE_WAIT
+def run(name: str, app, stop: threading.Event) -> None:
+    """Dispatch until `stop` is set. After an empty round the wait doubles, from
+    CRAWLER_DISPATCH_IDLE_WAIT up to CRAWLER_DISPATCH_IDLE_WAIT_MAX, so an idle frontier
+    costs a few queries a second, not dozens; any lease sent resets it."""
+    wait = settings.CRAWLER_DISPATCH_IDLE_WAIT
     while not stop.is_set():
         close_old_connections()
         try:
@@ -49,5 +52,8 @@ def run(name: str, app, stop: threading.Event, idle_wait: float | None = None) -
         except Exception:  # database hiccup: keep the dispatcher alive, try again shortly
             log.exception("dispatch round failed")
             sent = 0
-        if not sent:
-            stop.wait(idle_wait)
+        if sent:
+            wait = settings.CRAWLER_DISPATCH_IDLE_WAIT
+        else:
+            stop.wait(wait)
+            wait = min(wait * 2, settings.CRAWLER_DISPATCH_IDLE_WAIT_MAX)

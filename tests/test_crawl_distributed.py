@@ -4,16 +4,15 @@ mid-crawl and see the crawl complete through lease expiry."""
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 import redis
 from django.db import connection
 
+from bench.cluster import run_cluster
+from bench.cluster import wait_until_done as wait_for_quiet
 from frontier import service
 from frontier.models import Url
 from indexer.backends import get_search_backend
@@ -22,7 +21,6 @@ from .crawl_helpers import DEFAULT_DELAY, DEPTH_LIMIT, assert_complete_and_polit
 
 pytestmark = [pytest.mark.crawl, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parent.parent
 BROKER = os.environ.get("CRAWLER_TEST_BROKER_URL", "redis://127.0.0.1:6379/14")
 CRAWL_TIMEOUT = 180  # seconds; the crawl itself takes ~15 s here
 
@@ -46,49 +44,15 @@ def child_env(**extra) -> dict:
 @contextmanager
 def cluster(workers=2, dispatchers=2, **env_extra):
     redis.Redis.from_url(BROKER).flushdb()
-    env = child_env(**env_extra)
-    procs = {}
-    for i in range(workers):
-        procs[f"worker{i}"] = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "crawlerweb", "worker", "-n", f"w{i}@%h",
-             "--concurrency", "4", "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    for i in range(dispatchers):
-        procs[f"dispatcher{i}"] = subprocess.Popen(
-            [sys.executable, "manage.py", "dispatch", "--name", f"d{i}"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        yield procs
+        with run_cluster(child_env(**env_extra), workers=workers, dispatchers=dispatchers) as running:
+            yield running
     finally:
-        for proc in procs.values():
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in procs.values():
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
         connection.close()
 
 
-def wait_until_done(procs, timeout=CRAWL_TIMEOUT, on_progress=None):
-    deadline = time.monotonic() + timeout
-    quiet_since = None
-    while time.monotonic() < deadline:
-        for name, proc in procs.items():
-            if proc.poll() not in (None, -signal.SIGKILL):
-                raise AssertionError(f"{name} exited: {proc.stderr.read().decode()[-2000:]}")
-        if on_progress:
-            on_progress()
-        if service.has_pending_work():
-            quiet_since = None
-        elif quiet_since is None:
-            quiet_since = time.monotonic()
-        elif time.monotonic() - quiet_since > 1.0:  # settled: no URL waits, no lease open
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"crawl did not finish in {timeout} s: {service.crawl_summary()}")
+def wait_until_done(running, on_progress=None):
+    wait_for_quiet(service.has_pending_work, running, CRAWL_TIMEOUT, on_progress)
 
 
 @pytest.fixture
@@ -100,9 +64,9 @@ def fresh_index():
 
 def test_it_crawls_completely_and_politely_with_two_workers_and_two_dispatchers(tmp_path, fresh_index):
     with sample_web(tmp_path) as web:
-        with cluster(workers=2, dispatchers=2) as procs:
+        with cluster(workers=2, dispatchers=2) as running:
             service.add_seeds(web.seeds)
-            wait_until_done(procs)
+            wait_until_done(running)
     report = audit(web)
     assert_complete_and_polite(web, report)
     # what the workers indexed is searchable from here
@@ -112,18 +76,18 @@ def test_it_crawls_completely_and_politely_with_two_workers_and_two_dispatchers(
 def test_it_loses_no_url_when_a_worker_is_killed_mid_crawl(tmp_path, fresh_index):
     with sample_web(tmp_path) as web:
         # A short lease so the dead worker's hosts come back quickly.
-        with cluster(workers=2, dispatchers=1, CRAWLER_LEASE_SECONDS=3) as procs:
+        with cluster(workers=2, dispatchers=1, CRAWLER_LEASE_SECONDS=3) as running:
             service.add_seeds(web.seeds)
             killed = []
 
             def kill_once_underway():
                 if not killed and Url.objects.exclude(last_fetched_at=None).count() >= 40:
-                    procs["worker0"].send_signal(signal.SIGKILL)
+                    running.procs["worker0"].send_signal(signal.SIGKILL)
                     killed.append(time.monotonic())
 
-            wait_until_done(procs, on_progress=kill_once_underway)
+            wait_until_done(running, on_progress=kill_once_underway)
             assert killed, "the crawl finished before the worker could be killed"
-            assert procs["worker0"].wait(timeout=5) == -signal.SIGKILL
+            assert running.procs["worker0"].wait(timeout=5) == -signal.SIGKILL
     report = audit(web)
     # Nothing lost and still polite; a URL the dead worker had in flight may be fetched again.
     assert_complete_and_polite(web, report, allow_duplicates=True)

@@ -1,0 +1,87 @@
+"""Start and stop a local distributed crawler: N Celery worker processes and M dispatcher
+processes, all reading one environment (DATABASE_URL, CELERY_BROKER_URL, CRAWLER_*).
+
+Used by the distributed tests and by `make demo-distributed`; CPU time per process is read
+from /proc just before each process is stopped.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a live process (Linux /proc)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
+
+
+@dataclass
+class Cluster:
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)  # filled in when stopped
+
+    def check_alive(self, allow_killed: bool = True) -> None:
+        for name, proc in self.procs.items():
+            code = proc.poll()
+            if code is not None and not (allow_killed and code == -signal.SIGKILL):
+                err = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+                raise RuntimeError(f"{name} exited with {code}: {err}")
+
+
+@contextmanager
+def run_cluster(env: dict, workers: int = 2, dispatchers: int = 2, concurrency: int = 4):
+    cluster = Cluster()
+    for i in range(workers):
+        cluster.procs[f"worker{i}"] = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "crawlerweb", "worker", "-n", f"w{i}@%h",
+             "--concurrency", str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    for i in range(dispatchers):
+        cluster.procs[f"dispatcher{i}"] = subprocess.Popen(
+            [sys.executable, "manage.py", "dispatch", "--name", f"d{i}"],
+            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        yield cluster
+    finally:
+        for name, proc in cluster.procs.items():
+            cluster.cpu[name] = cpu_seconds(proc.pid)
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in cluster.procs.values():
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def wait_until_done(has_pending_work, cluster: Cluster, timeout: float, on_progress=None,
+                    settle: float = 1.0) -> float:
+    """Poll until no URL waits and no lease is open for `settle` seconds; returns the time
+    the crawl went quiet (monotonic). Raises on timeout or on a crashed process."""
+    deadline = time.monotonic() + timeout
+    quiet_since = None
+    while time.monotonic() < deadline:
+        cluster.check_alive()
+        if on_progress:
+            on_progress()
+        if has_pending_work():
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > settle:
+            return quiet_since
+        time.sleep(0.1)
+    raise TimeoutError(f"crawl did not finish within {timeout} s")
