@@ -32,18 +32,25 @@ def fetch_batch(host_id: int, token: str, url_ids: list[int]) -> int:
     requests_made = 0
     host_pause = 0.0  # extra wait imposed by the server (Retry-After)
     try:
-        if robots.needs_fetch(host):
+        refreshed = robots.needs_fetch(host)
+        if refreshed:
             host = robots.refresh(host)
             requests_made += 1
+        if host.robots_error:
+            # RFC 9309: no verdict means disallow everything for now. The host comes back
+            # when robots.txt is tried again, and a URL is charged an attempt only when it
+            # really was tried, so a cached failure cannot burn its retries.
+            host_pause = max(0.0, (host.robots_expires_at - timezone.now()).total_seconds())
+            if refreshed or host.robots_error == "blocked_address":
+                failure = _robots_failure(host.robots_error)
+                for url_id, _, _, _, attempts in frontier.queued_urls(url_ids):
+                    frontier.record_fetch(FetchReport(url_id, error=failure), attempts)
+            return requests_made
         policy = robots.policy_for(host)
         delay = frontier.host_delay(host)
         for url_id, url, depth, hops, attempts in frontier.queued_urls(url_ids):
             if not policy.allows(url):
-                if host.robots_error:  # no verdict yet: robots.txt could not be fetched
-                    report = FetchReport(url_id, error=_robots_failure(host.robots_error))
-                else:
-                    report = FetchReport(url_id, robots_blocked=True)
-                frontier.record_fetch(report, attempts)
+                frontier.record_fetch(FetchReport(url_id, robots_blocked=True), attempts)
                 continue
             if requests_made and delay > 0:
                 break  # the rest waits for the host's next turn

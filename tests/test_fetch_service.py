@@ -1,0 +1,87 @@
+"""fetch.service.fetch_batch against small loopback servers with misbehaving robots.txt."""
+
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.utils import timezone
+
+from fetch.embedded import run_crawl
+from frontier import service
+from frontier.models import DeadLetter, Host, Url
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def serve(robots_status):
+    hits = Counter()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            hits[self.path] += 1
+            status = robots_status if self.path == "/robots.txt" else 200
+            body = b"User-agent: *\nAllow: /\n" if status == 200 else b"<html><title>page</title></html>"
+            self.send_response(status)
+            self.send_header("Content-Type", "text/html" if self.path != "/robots.txt" else "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv, hits, f"http://127.0.0.1:{srv.server_address[1]}"
+
+
+@pytest.fixture
+def robots_503(settings):
+    settings.CRAWLER_ROBOTS_ERROR_SECONDS = 0.3
+    settings.CRAWLER_RETRY_BASE_DELAY = 0.01  # far shorter than the robots retry on purpose
+    settings.CRAWLER_MAX_ATTEMPTS = 3
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    srv, hits, origin = serve(503)
+    yield hits, origin
+    srv.shutdown()
+
+
+def test_it_charges_an_attempt_only_per_real_robots_try(robots_503):
+    hits, origin = robots_503
+    service.add_seeds([origin + "/a", origin + "/b"])
+    run_crawl(threads=2, max_seconds=20)
+    assert hits["/robots.txt"] == 3  # one per attempt, even though URL back-off is shorter
+    assert hits["/a"] == hits["/b"] == 0  # disallow-all while robots.txt answers 5xx
+    assert sorted(Url.objects.values_list("state", "outcome", "attempts")) == [
+        ("failed", "robots_unavailable", 3)] * 2
+    assert DeadLetter.objects.count() == 2
+
+
+def test_it_parks_the_host_until_robots_txt_is_retried(robots_503, settings):
+    hits, origin = robots_503
+    settings.CRAWLER_ROBOTS_ERROR_SECONDS = 60
+    service.add_seeds([origin + "/a"])
+    (lease,) = service.lease_ready_hosts("t", 1)
+    from fetch.service import fetch_batch
+
+    assert fetch_batch(lease.host_id, lease.token, lease.url_ids) == 1
+    host = Host.objects.get()
+    assert host.robots_error == "http_503" and host.next_fetch_at > timezone.now()
+    assert (host.next_fetch_at - host.robots_expires_at).total_seconds() >= -0.01
+    assert service.lease_ready_hosts("t", 1) == []  # nothing is tried before then
+
+
+def test_it_allows_everything_when_robots_txt_is_missing(settings):
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    srv, hits, origin = serve(404)
+    try:
+        service.add_seeds([origin + "/a"])
+        run_crawl(threads=1, max_seconds=20)
+    finally:
+        srv.shutdown()
+    assert (hits["/robots.txt"], hits["/a"]) == (1, 1)
+    assert Url.objects.get().state == "fetched"
