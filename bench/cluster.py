@@ -40,12 +40,16 @@ class Cluster:
                 raise RuntimeError(f"{name} exited with {code}: {err}")
 
 
+def worker_name(i: int) -> str:
+    return f"w{i}"
+
+
 @contextmanager
 def run_cluster(env: dict, workers: int = 2, dispatchers: int = 2, concurrency: int = 4):
     cluster = Cluster()
     for i in range(workers):
         cluster.procs[f"worker{i}"] = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "crawlerweb", "worker", "-n", f"w{i}@%h",
+            [sys.executable, "-m", "celery", "-A", "crawlerweb", "worker", "-n", f"{worker_name(i)}@%h",
              "--concurrency", str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
             cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     for i in range(dispatchers):
@@ -65,6 +69,18 @@ def run_cluster(env: dict, workers: int = 2, dispatchers: int = 2, concurrency: 
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def wait_for_workers(app, names: list[str], timeout: float = 30.0) -> None:
+    """Block until every named Celery worker answers a broadcast ping (it is consuming)."""
+    deadline = time.monotonic() + timeout
+    wanted = set(names)
+    while time.monotonic() < deadline:
+        replies = app.control.ping(timeout=0.5) or []
+        answered = {name.split("@")[0] for reply in replies for name in reply}
+        if wanted <= answered:
+            return
+    raise TimeoutError(f"workers {sorted(wanted)} did not answer a ping within {timeout} s")
 
 
 def wait_until_done(has_pending_work, cluster: Cluster, timeout: float, on_progress=None,

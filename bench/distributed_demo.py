@@ -22,8 +22,9 @@ import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from bench.cluster import cpu_seconds, run_cluster, wait_until_done  # noqa: E402
+from bench.cluster import cpu_seconds, run_cluster, wait_for_workers, wait_until_done, worker_name  # noqa: E402
 from bench.sampleweb import WebConfig, audit_log, run_server  # noqa: E402
+from crawlerweb.celery import app  # noqa: E402
 from frontier import service  # noqa: E402
 from indexer.backends import get_search_backend  # noqa: E402
 
@@ -47,7 +48,7 @@ def main(argv=None) -> int:
     config = WebConfig(hosts=args.hosts, pages_per_host=args.pages_per_host, port=args.port)
     with run_server(config, args.log) as web:
         with run_cluster(dict(os.environ), workers=args.workers, dispatchers=args.dispatchers) as cluster:
-            time.sleep(2)  # let the workers connect before the clock starts
+            wait_for_workers(app, [worker_name(i) for i in range(args.workers)])  # before the clock starts
             started = time.monotonic()
             service.add_seeds(web.seeds)
             finished = wait_until_done(service.has_pending_work, cluster, args.timeout)

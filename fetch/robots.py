@@ -9,6 +9,7 @@ RFC 9309 rules we follow:
 Cached for CRAWLER_ROBOTS_CACHE_SECONDS (24 h by default, the RFC's suggested maximum).
 """
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 from datetime import timedelta
@@ -66,7 +67,10 @@ def refresh(host: frontier.HostView) -> frontier.HostView:
     expires = now + timedelta(seconds=ttl)
     error = "" if status is not None and status < 500 and status != 429 else (result.error or f"http_{status}")
     frontier.save_robots(host.id, status, body, delay, error, now, expires)
-    return frontier.HostView(host.id, host.origin, delay, status, body, error, now, expires)
+    return dataclasses.replace(
+        host, crawl_delay=delay, robots_status=status, robots_body=body, robots_error=error,
+        robots_fetched_at=now, robots_expires_at=expires,
+    )
 
 
 def policy_for(host: frontier.HostView) -> RobotsPolicy:

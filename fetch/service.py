@@ -8,20 +8,18 @@ written to the host row — no sleeping, no Celery countdown.
 """
 
 import email.utils
-import logging
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
+from urllib.parse import urljoin
 
 from django.conf import settings
 from django.utils import timezone
-from urllib.parse import urljoin
 
 from frontier import service as frontier
 from frontier.outcomes import RETRY_AFTER_STATUSES, FetchReport
 from indexer import service as indexer
 
 from . import http, robots
-
-log = logging.getLogger(__name__)
 
 
 def fetch_batch(host_id: int, token: str, url_ids: list[int]) -> int:

@@ -13,9 +13,9 @@ from typing import Iterable
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef, Q
-from django.db.models.functions import Least, RowNumber
+from django.db.models import Count, Exists, F, OuterRef, Q
 from django.db.models.expressions import Window
+from django.db.models.functions import Least, RowNumber
 from django.utils import timezone
 
 from .filters import rejection_reason
@@ -103,14 +103,13 @@ def add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
     if not fresh:
         return result
 
-    host_ids = _host_ids({norm.origin for norm, _ in fresh.values()})
+    hosts = _hosts({norm.origin for norm, _ in fresh.values()})
     per_host = defaultdict(list)
     for url_hash, (norm, cand) in fresh.items():
-        per_host[host_ids[norm.origin]].append((url_hash, norm, cand))
-    room = dict(Host.objects.filter(id__in=list(per_host)).values_list("id", "url_count"))
+        per_host[hosts[norm.origin]].append((url_hash, norm, cand))
     rows = []
-    for host_id, items in per_host.items():
-        allowed = max(0, limits.max_urls_per_host - room.get(host_id, 0))
+    for (host_id, url_count), items in per_host.items():
+        allowed = max(0, limits.max_urls_per_host - url_count)
         for url_hash, norm, cand in items[allowed:]:
             result.reject("host_quota")
         for url_hash, norm, cand in items[:allowed]:
@@ -130,12 +129,17 @@ def add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
     return result
 
 
-def _host_ids(origins: set[str]) -> dict[str, int]:
-    found = dict(Host.objects.filter(origin__in=origins).values_list("origin", "id"))
+def _hosts(origins: set[str]) -> dict[str, tuple[int, int]]:
+    """origin -> (host id, URLs admitted so far), creating the hosts not seen before."""
+
+    def load(subset):
+        return {o: (i, n) for o, i, n in Host.objects.filter(origin__in=subset).values_list("origin", "id", "url_count")}
+
+    found = load(origins)
     missing = origins - found.keys()
     if missing:
         Host.objects.bulk_create([Host(origin=o) for o in missing], ignore_conflicts=True)
-        found.update(Host.objects.filter(origin__in=missing).values_list("origin", "id"))
+        found.update(load(missing))
     return found
 
 
@@ -305,8 +309,6 @@ def next_due_in(max_wait: float) -> float:
 
 def crawl_summary() -> dict:
     """Counts for the crawl summary, `status` command and tests."""
-    from django.db.models import Count
-
     by_state = dict(Url.objects.values_list("state").annotate(n=Count("id")))
     by_status = {
         str(k): v for k, v in Url.objects.exclude(last_status=None).values_list("last_status").annotate(n=Count("id"))

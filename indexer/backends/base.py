@@ -2,6 +2,7 @@
 (tests/test_search_contract.py) runs against each."""
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from django.utils.html import escape
@@ -37,7 +38,7 @@ def query_terms(query: str) -> list[str]:
     return _WORD.findall(query.lower())[:32]
 
 
-class SearchBackend:
+class SearchBackend(ABC):
     """Documents are rows of indexer.Document; a backend keeps its own index of them.
 
     Title weighs most, then headings, then body. Search is an AND of the query's words,
@@ -47,17 +48,18 @@ class SearchBackend:
     def __init__(self, using: str = "default"):
         self.using = using
 
+    @abstractmethod
     def add(self, document_ids: list[int]) -> None:
         """Index (or re-index) these documents."""
-        raise NotImplementedError
 
+    @abstractmethod
     def delete(self, document_ids: list[int]) -> None:
         """Remove these documents from the index."""
-        raise NotImplementedError
 
+    @abstractmethod
     def clear(self) -> None:
         """Empty the index (tests; a full re-index)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def search(self, query: str, limit: int = 10, offset: int = 0) -> list[SearchHit]:
-        raise NotImplementedError
+        """Hits for the query's words, best first."""

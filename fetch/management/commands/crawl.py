@@ -7,6 +7,7 @@ from tqdm import tqdm
 
 from fetch.embedded import run_crawl
 from frontier import service as frontier
+from indexer.service import document_counts
 
 
 class Command(BaseCommand):
@@ -60,8 +61,6 @@ class Command(BaseCommand):
             pages_per_second=round(stats.requests / stats.elapsed, 1) if stats.elapsed else 0.0,
             batch_errors=stats.errors,
         )
-        from indexer.service import document_counts
-
         summary["documents"] = document_counts()
         if options["json"]:
             self.stdout.write(json.dumps(summary, indent=2))
