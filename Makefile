@@ -9,7 +9,7 @@ DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup demo demo-distributed test test-postgres test-sqlite services sampleweb clean
+.PHONY: setup demo demo-distributed test test-postgres test-sqlite services sampleweb clean bench bench-quick bench-frontier
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,20 @@ demo-distributed: setup services
 
 services:
 	./scripts/services.sh
+
+# Benchmarks (docs/benchmarks.md). The full table (3 runs of every mode, standard size)
+# takes about 40 minutes; bench-quick about 2.
+BENCH_DB := postgres://postgres@127.0.0.1:5432/crawlerweb_bench
+bench: setup services
+	$(PY) -m bench.run --size standard --modes embedded,distributed:1,distributed:2,distributed:4,ceiling --runs 3
+
+bench-quick: setup services
+	$(PY) -m bench.run --size quick --modes embedded,distributed:2,ceiling
+
+bench-frontier: setup services
+	-psql -q -h 127.0.0.1 -U postgres -c "CREATE DATABASE crawlerweb_bench" 2>/dev/null
+	DATABASE_URL=$(BENCH_DB) $(PY) manage.py migrate -v0
+	DATABASE_URL=$(BENCH_DB) $(PY) -m bench.frontier_scale
 
 test: setup services test-postgres test-sqlite
 

@@ -5,7 +5,6 @@ Used by the distributed tests and by `make demo-distributed`; CPU time per proce
 from /proc just before each process is stopped.
 """
 
-import os
 import signal
 import subprocess
 import sys
@@ -14,23 +13,16 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .procstat import cpu_seconds, peak_rss_mb
+
 ROOT = Path(__file__).resolve().parent.parent
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU of a live process (Linux /proc)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (FileNotFoundError, ProcessLookupError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS  # utime, stime
 
 
 @dataclass
 class Cluster:
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     cpu: dict[str, float] = field(default_factory=dict)  # filled in when stopped
+    peak_rss: dict[str, float] = field(default_factory=dict)  # MB, filled in when stopped
 
     def check_alive(self, allow_killed: bool = True) -> None:
         for name, proc in self.procs.items():
@@ -61,6 +53,7 @@ def run_cluster(env: dict, workers: int = 2, dispatchers: int = 2, concurrency: 
     finally:
         for name, proc in cluster.procs.items():
             cluster.cpu[name] = cpu_seconds(proc.pid)
+            cluster.peak_rss[name] = peak_rss_mb(proc.pid)
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
         for proc in cluster.procs.values():

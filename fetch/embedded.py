@@ -1,7 +1,10 @@
 """The embedded runner: the whole crawl in one process, no broker.
 
 The main thread leases ready hosts exactly like the distributed dispatcher and hands each
-lease to a thread pool that runs the same fetch.service.fetch_batch a Celery worker runs.
+lease to a thread pool that fetches and parses it (fetch.service.collect_batch, the first
+half of what a Celery worker runs). The main thread is the only writer: it records each
+finished batch (commit_batch, the second half) in one transaction. SQLite allows one writer
+at a time, so writing from every thread would only make them queue for the lock.
 It stops by itself when no URL is queued and no lease is outstanding.
 """
 
@@ -17,7 +20,7 @@ from django.db import connection
 
 from frontier import service as frontier
 
-from .service import fetch_batch
+from .service import collect_batch, commit_batch
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +34,9 @@ class RunStats:
     errors: int = 0
 
 
-def _worker(lease: frontier.Lease) -> int:
+def _collect(host: frontier.HostView, lease: frontier.Lease):
     try:
-        return fetch_batch(lease.host_id, lease.token, lease.url_ids)
+        return collect_batch(host, lease.token, lease.url_ids)
     finally:
         connection.close()  # each pool thread has its own connection; don't leak it
 
@@ -51,14 +54,16 @@ def run_crawl(threads: int | None = None, progress=None, max_seconds: float | No
             free = threads - len(in_flight)
             leases = frontier.lease_ready_hosts(owner, free) if free > 0 else []
             for lease in leases:
-                in_flight[pool.submit(_worker, lease)] = lease
+                host = frontier.begin_lease(lease.host_id, lease.token)
+                if host is not None:
+                    in_flight[pool.submit(_collect, host, lease)] = lease
             stats.leases += len(leases)
             if in_flight:
                 done, _ = wait(list(in_flight), timeout=0.05 if not leases else 0, return_when=FIRST_COMPLETED)
                 for future in done:
                     lease = in_flight.pop(future)
                     try:
-                        stats.requests += future.result()
+                        stats.requests += commit_batch(future.result())
                     except Exception:  # a bug or a database error: the lease expires, the URL waits
                         log.exception("batch for %s failed", lease.origin)
                         stats.errors += 1

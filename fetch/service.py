@@ -5,14 +5,21 @@ Politeness, per host: the lease means one request in flight at a time. When the 
 delay is 0 the batch is fetched back to back on one kept-alive connection; otherwise a
 lease carries a single request (robots.txt counts as one) and the next allowed time is
 written to the host row — no sleeping, no Celery countdown.
+
+The database stays out of the fetch loop: pages are fetched and parsed first, then the
+whole batch (documents, index entries, URL states, discovered links) is written in one
+transaction of a dozen statements. A worker that dies mid-batch records nothing; the lease
+expires and the batch is fetched again, so no URL is lost.
 """
 
 import email.utils
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from urllib.parse import urljoin
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from frontier import service as frontier
@@ -22,13 +29,51 @@ from indexer import service as indexer
 from . import http, robots
 
 
+@dataclass
+class _Redirect:
+    url_id: int
+    attempts: int
+    status: int
+    target: frontier.Candidate | None  # None: no Location header
+
+
+@dataclass
+class BatchResult:
+    """What one lease produced, waiting to be written."""
+
+    reports: list[tuple[FetchReport, int]] = field(default_factory=list)  # (report, attempts)
+    pages: list[tuple[indexer.PreparedPage, int, int]] = field(default_factory=list)  # (page, depth, attempts)
+    redirects: list[_Redirect] = field(default_factory=list)
+
+
+@dataclass
+class CollectedBatch:
+    """A lease's fetched-and-parsed results plus when the host may be asked again."""
+
+    host_id: int
+    token: str
+    requests_made: int
+    next_fetch_at: datetime
+    result: BatchResult
+
+
 def fetch_batch(host_id: int, token: str, url_ids: list[int]) -> int:
-    """Fetch what the lease allows; returns the number of HTTP requests made."""
+    """Fetch what the lease allows and record it; returns the number of HTTP requests made."""
     host = frontier.begin_lease(host_id, token)
     if host is None:
         return 0  # lease expired or taken over: another worker owns this host now
+    return commit_batch(collect_batch(host, token, url_ids))
+
+
+def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> CollectedBatch:
+    """Fetch and parse the lease's URLs, writing nothing but a refreshed robots.txt.
+
+    The embedded runner calls this from its fetch threads and commit_batch from its one
+    writer thread (SQLite has a single writer); a Celery worker calls both in turn.
+    """
     requests_made = 0
     host_pause = 0.0  # extra wait imposed by the server (Retry-After)
+    batch = BatchResult()
     try:
         refreshed = robots.needs_fetch(host)
         if refreshed:
@@ -42,26 +87,44 @@ def fetch_batch(host_id: int, token: str, url_ids: list[int]) -> int:
             if refreshed or host.robots_error == "blocked_address":
                 failure = _robots_failure(host.robots_error)
                 for url_id, _, _, _, attempts in frontier.queued_urls(url_ids):
-                    frontier.record_fetch(FetchReport(url_id, error=failure), attempts)
-            return requests_made
-        policy = robots.policy_for(host)
-        delay = frontier.host_delay(host)
-        for url_id, url, depth, hops, attempts in frontier.queued_urls(url_ids):
-            if not policy.allows(url):
-                frontier.record_fetch(FetchReport(url_id, robots_blocked=True), attempts)
-                continue
-            if requests_made and delay > 0:
-                break  # the rest waits for the host's next turn
-            report, pause = fetch_one(url_id, url, depth, hops)
-            requests_made += 1
-            frontier.record_fetch(report, attempts)
-            if pause:
-                host_pause = max(host_pause, pause)
-                break
+                    batch.reports.append((FetchReport(url_id, error=failure), attempts))
+        else:
+            policy = robots.policy_for(host)
+            delay = frontier.host_delay(host)
+            for url_id, url, depth, hops, attempts in frontier.queued_urls(url_ids):
+                if not policy.allows(url):
+                    batch.reports.append((FetchReport(url_id, robots_blocked=True), attempts))
+                    continue
+                if requests_made and delay > 0:
+                    break  # the rest waits for the host's next turn
+                pause = fetch_one(batch, url_id, url, depth, hops, attempts)
+                requests_made += 1
+                if pause:
+                    host_pause = max(host_pause, pause)
+                    break
+    except BaseException:
+        # A database error or a bug: nothing is recorded, the URLs stay queued; give the
+        # host back at its normal time rather than holding it until the lease expires.
+        frontier.release_host(host.id, token, _next_fetch_at(host, host_pause))
+        raise
+    return CollectedBatch(host.id, token, requests_made, _next_fetch_at(host, host_pause), batch)
+
+
+def _next_fetch_at(host: frontier.HostView, pause: float) -> datetime:
+    return timezone.now() + timedelta(seconds=max(frontier.host_delay(host), pause))
+
+
+def commit_batch(collected: CollectedBatch) -> int:
+    """Record a collected batch (one transaction), then release its host.
+
+    The release is a statement of its own, after the commit: the host row is then never
+    locked together with the other hosts whose URL counts the batch's links update.
+    """
+    try:
+        store_batch(collected.result)
     finally:
-        next_at = timezone.now() + timedelta(seconds=max(frontier.host_delay(host), host_pause))
-        frontier.release_host(host_id, token, next_at)
-    return requests_made
+        frontier.release_host(collected.host_id, collected.token, collected.next_fetch_at)
+    return collected.requests_made
 
 
 def _robots_failure(robots_error: str) -> str:
@@ -70,33 +133,63 @@ def _robots_failure(robots_error: str) -> str:
     return "blocked_address" if robots_error == "blocked_address" else "robots_unavailable"
 
 
-def fetch_one(url_id: int, url: str, depth: int, hops: int) -> tuple[FetchReport, float]:
-    """Fetch and process one URL. Returns the report and a host pause (Retry-After) or 0."""
+def fetch_one(batch: BatchResult, url_id: int, url: str, depth: int, hops: int, attempts: int) -> float:
+    """Fetch and parse one URL into `batch` (no database access). Returns a host pause
+    (Retry-After) or 0."""
     result = http.fetch(url, body_types=indexer.HTML_TYPES)
     if result.error or result.status is None:
-        return FetchReport(url_id, status=result.status, error=result.error or "no_response"), 0.0
+        batch.reports.append((FetchReport(url_id, status=result.status, error=result.error or "no_response"), attempts))
+        return 0.0
     status = result.status
     if 200 <= status < 300:
-        outcome = indexer.process_page(url_id, url, status, result.content_type, result.charset, result.body)
-        if outcome.links:
-            frontier.add_urls(frontier.Candidate(link, depth + 1, 0, url_id) for link in outcome.links)
-        return FetchReport(url_id, status=status, detail=outcome.detail, content_hash=outcome.content_hash), 0.0
+        page = indexer.prepare_page(url_id, url, status, result.content_type, result.charset, result.body)
+        batch.pages.append((page, depth, attempts))
+        return 0.0
     if 300 <= status < 400 and status != 304:
-        return FetchReport(url_id, status=status, redirect_outcome=_follow_redirect(result, url_id, depth, hops)), 0.0
+        location = result.headers.get("location", "").strip()
+        target = frontier.Candidate(urljoin(result.url, location), depth, hops + 1, url_id) if location else None
+        batch.redirects.append(_Redirect(url_id, attempts, status, target))
+        return 0.0
     pause = 0.0
     retry_after = None
     if status in RETRY_AFTER_STATUSES:
         retry_after = parse_retry_after(result.headers.get("retry-after"))
         pause = retry_after if retry_after is not None else settings.CRAWLER_DEFAULT_DELAY
-    return FetchReport(url_id, status=status, retry_after=retry_after), pause
+    batch.reports.append((FetchReport(url_id, status=status, retry_after=retry_after), attempts))
+    return pause
 
 
-def _follow_redirect(result: http.FetchResult, url_id: int, depth: int, hops: int) -> str:
+def store_batch(batch: BatchResult) -> None:
+    """Write everything a lease produced.
+
+    Three steps, so that concurrent workers never deadlock: redirect targets enter the
+    frontier, then the pages and URL states of this (leased) host are stored in one
+    transaction, then the discovered links enter the frontier (frontier.add_urls takes its
+    rows in one global order and holds no lock across statements). A crash between steps loses nothing: the
+    URLs are still queued and are fetched again; links already admitted are simply known.
+    """
+    reports = list(batch.reports)
+    for redirect in batch.redirects:
+        outcome = _follow_redirect(redirect.target)
+        reports.append((FetchReport(redirect.url_id, status=redirect.status, redirect_outcome=outcome),
+                        redirect.attempts))
+    links = []
+    with transaction.atomic():
+        details = indexer.store_pages([page for page, _, _ in batch.pages])
+        for page, depth, attempts in batch.pages:
+            reports.append((FetchReport(page.url_id, status=page.status, detail=details[page.url_id],
+                                        content_hash=page.content_hash), attempts))
+            links.extend(frontier.Candidate(link, depth + 1, 0, page.url_id) for link in page.links)
+        frontier.record_fetches(reports)
+    if links:
+        frontier.add_urls(links)
+
+
+def _follow_redirect(target: frontier.Candidate | None) -> str:
     """Send the target back through the frontier (never followed inline)."""
-    location = result.headers.get("location", "").strip()
-    if not location:
+    if target is None:
         return "redirect_without_location"
-    admitted = frontier.add_urls([frontier.Candidate(urljoin(result.url, location), depth, hops + 1, url_id)])
+    admitted = frontier.add_urls([target])
     if admitted.rejected:
         return "redirect_refused:" + next(iter(admitted.rejected))
     return "redirect" if admitted.admitted else "redirect_known"

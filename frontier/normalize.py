@@ -7,6 +7,7 @@ uppercase hex, escapes of unreserved characters decoded, empty path -> "/".
 Query strings keep their order: many sites give parameter order meaning.
 """
 
+import functools
 import hashlib
 import ipaddress
 import re
@@ -75,6 +76,26 @@ def remove_dot_segments(path: str) -> str:
 
 def normalize(url: str, base: str | None = None) -> NormalUrl:
     """Resolve `url` against `base` and return its canonical form, or raise InvalidUrl."""
+    outcome = _normalize_cached(url, base)
+    if isinstance(outcome, InvalidUrl):
+        raise InvalidUrl(*outcome.args)
+    return outcome
+
+
+# A page links to the same URLs as its neighbours (menus, "next" chains), so most links
+# seen by a worker were normalized before. Bounded: at most this many entries per process.
+NORMALIZE_CACHE_SIZE = 32768
+
+
+@functools.lru_cache(maxsize=NORMALIZE_CACHE_SIZE)
+def _normalize_cached(url: str, base: str | None) -> "NormalUrl | InvalidUrl":
+    try:
+        return _normalize(url, base)
+    except InvalidUrl as exc:
+        return exc
+
+
+def _normalize(url: str, base: str | None) -> NormalUrl:
     # WHATWG: browsers drop tabs/newlines anywhere and spaces at the ends.
     url = re.sub(r"[\t\r\n]", "", url).strip()
     if not url:

@@ -7,6 +7,7 @@ every claim carries an expiring lease so a dead worker's host comes back by itse
 
 import uuid
 from collections import defaultdict
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Iterable
@@ -70,7 +71,21 @@ class HostView:
 
 
 def add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
-    """Normalize, filter, seen-test and store candidates in as few queries as possible."""
+    """Normalize, filter, seen-test and store candidates in as few queries as possible.
+
+    Called outside a transaction, on PostgreSQL each statement commits by itself and rows
+    are taken in one global order (url_hash, then host id): concurrent workers admitting
+    overlapping links wait briefly for each other but never deadlock, and no host row
+    stays locked while other statements run (the dispatcher leases those rows). The
+    per-host URL count is therefore a quota counter, not an exact figure: a crash between
+    the insert and the count update leaves it a batch short. On SQLite (one writer) it is
+    all one transaction, which is simply cheaper.
+    """
+    with transaction.atomic() if connection.vendor == "sqlite" else nullcontext():
+        return _add_urls(candidates)
+
+
+def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
     result = AdmitResult()
     limits = current_limits()
     best: dict[str, tuple] = {}  # url_hash -> (NormalUrl, Candidate): shallowest wins
@@ -92,7 +107,7 @@ def add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
         return result
 
     existing = dict(Url.objects.filter(url_hash__in=list(best)).values_list("url_hash", "depth"))
-    shallower = [(h, best[h][1].depth) for h, depth in existing.items() if best[h][1].depth < depth]
+    shallower = sorted((h, best[h][1].depth) for h, depth in existing.items() if best[h][1].depth < depth)
     for url_hash, depth in shallower:
         # Found again by a shorter path while still waiting: its links deserve that depth.
         Url.objects.filter(url_hash=url_hash, state=UrlState.QUEUED).update(
@@ -108,7 +123,7 @@ def add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
     for url_hash, (norm, cand) in fresh.items():
         per_host[hosts[norm.origin]].append((url_hash, norm, cand))
     rows = []
-    for (host_id, url_count), items in per_host.items():
+    for (host_id, url_count), items in sorted(per_host.items()):
         allowed = max(0, limits.max_urls_per_host - url_count)
         for url_hash, norm, cand in items[allowed:]:
             result.reject("host_quota")
@@ -119,11 +134,12 @@ def add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
                     redirect_hops=cand.hops, priority=-cand.depth, referrer_id=cand.referrer_id,
                 )
             )
+    rows.sort(key=lambda row: row.url_hash)
     Url.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
     counts = defaultdict(int)
     for row in rows:
         counts[row.host_id] += 1
-    for host_id, n in counts.items():
+    for host_id, n in sorted(counts.items()):
         Host.objects.filter(id=host_id).update(url_count=F("url_count") + n)
     result.admitted = len(rows)
     return result
@@ -138,7 +154,7 @@ def _hosts(origins: set[str]) -> dict[str, tuple[int, int]]:
     found = load(origins)
     missing = origins - found.keys()
     if missing:
-        Host.objects.bulk_create([Host(origin=o) for o in missing], ignore_conflicts=True)
+        Host.objects.bulk_create([Host(origin=o) for o in sorted(missing)], ignore_conflicts=True)
         found.update(load(missing))
     return found
 
@@ -253,25 +269,60 @@ def queued_urls(url_ids: list[int]) -> list[tuple[int, str, int, int, int]]:
 def record_fetch(report: FetchReport, attempts: int) -> str | None:
     """Apply one fetch result; returns the new state, or None if another worker got there
     first (the row was no longer queued)."""
+    return record_fetches([(report, attempts)])[report.url_id]
+
+
+# One statement shape for every result, so a whole batch goes in one executemany.
+# CASE keeps last_status/last_fetched_at/content_hash when the report carries none.
+_RECORD_SQL = """UPDATE frontier_url SET state = %s, outcome = %s, attempts = %s, next_fetch_at = %s,
+    last_status = CASE WHEN %s THEN %s ELSE last_status END,
+    last_fetched_at = CASE WHEN %s THEN %s ELSE last_fetched_at END,
+    content_hash = CASE WHEN %s THEN %s ELSE content_hash END
+    WHERE id = %s AND state = 'queued'"""
+
+
+def record_fetches(results: list[tuple[FetchReport, int]]) -> dict[int, str | None]:
+    """Apply a batch of fetch results (report, attempts before it) in one transaction.
+
+    Returns url id -> new state. A URL that was no longer queued (its lease had expired
+    and another worker recorded it first) is left alone; its state is then reported as
+    None only when it is the single result (the per-row count of a batch is not known).
+    """
+    if not results:
+        return {}
     now = timezone.now()
-    t = next_state(
-        report, attempts, now,
-        max_attempts=settings.CRAWLER_MAX_ATTEMPTS, retry_base=settings.CRAWLER_RETRY_BASE_DELAY,
-    )
-    changes = dict(state=t.state, outcome=t.outcome[:40], attempts=t.attempts, next_fetch_at=t.next_fetch_at)
-    if report.status is not None or report.error:
-        changes.update(last_status=report.status, last_fetched_at=now)
-    if report.content_hash:
-        changes["content_hash"] = report.content_hash
-    with transaction.atomic():
-        if not Url.objects.filter(id=report.url_id, state=UrlState.QUEUED).update(**changes):
-            return None
+    adapt = connection.ops.adapt_datetimefield_value
+    now_db = adapt(now)
+    rows, states, dead = [], {}, []
+    for report, attempts in results:
+        t = next_state(
+            report, attempts, now,
+            max_attempts=settings.CRAWLER_MAX_ATTEMPTS, retry_base=settings.CRAWLER_RETRY_BASE_DELAY,
+        )
+        fetched = report.status is not None or bool(report.error)
+        rows.append((
+            t.state, t.outcome[:40], t.attempts, adapt(t.next_fetch_at),
+            fetched, report.status, fetched, now_db, bool(report.content_hash), report.content_hash,
+            report.url_id,
+        ))
+        states[report.url_id] = str(t.state)
         if t.dead_letter:
+            dead.append((report, t))
+    with transaction.atomic(), connection.cursor() as cursor:
+        if len(rows) == 1:
+            cursor.execute(_RECORD_SQL, rows[0])
+            if cursor.rowcount == 0:
+                return {results[0][0].url_id: None}
+        else:
+            cursor.executemany(_RECORD_SQL, rows)
+        for report, t in dead:
+            if not Url.objects.filter(id=report.url_id, state=UrlState.FAILED).exists():
+                continue  # the update above did not apply to this row
             DeadLetter.objects.update_or_create(
                 url_id=report.url_id,
                 defaults=dict(reason=t.outcome, last_status=report.status, attempts=t.attempts),
             )
-    return t.state
+    return states
 
 
 def requeue_dead_letters(dead_letter_ids: Iterable[int]) -> int:

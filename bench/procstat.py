@@ -1,0 +1,89 @@
+"""CPU time and memory of processes, read from Linux /proc, for the benchmark.
+
+PostgreSQL is many processes that come and go (one backend per connection); its CPU is
+the sum over the live ones plus what the postmaster has collected from the ones that
+exited (cutime/cstime), so a closed connection's work is not lost from the figure.
+"""
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return None
+
+
+def cpu_seconds(pid: int, children: bool = False) -> float:
+    """User + system CPU of a live process; with children=True, plus its reaped children."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return 0.0
+    ticks = int(fields[11]) + int(fields[12])  # utime, stime
+    if children:
+        ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
+    return ticks / CLOCK_TICKS
+
+
+def _status_kib(pid: int, key: str) -> int:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(key + ":"):
+                return int(line.split()[1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return 0
+
+
+def peak_rss_mb(pid: int) -> float:
+    return round(_status_kib(pid, "VmHWM") / 1024, 1)
+
+
+def rss_mb(pid: int) -> float:
+    return round(_status_kib(pid, "VmRSS") / 1024, 1)
+
+
+def pids_named(prefix: str) -> list[int]:
+    """Processes whose command name (comm) starts with `prefix`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if (entry / "comm").read_text().startswith(prefix):
+                    found.append(int(entry.name))
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue
+    return found
+
+
+@dataclass
+class ServiceMeter:
+    """CPU of a server made of processes named `prefix` (postgres, redis-server)."""
+
+    prefix: str
+    start: float = 0.0
+
+    def total(self) -> float:
+        pids = set(pids_named(self.prefix))
+        # The root (the postmaster: its parent is not one of ours) also carries the CPU of
+        # its exited children.
+        return sum(cpu_seconds(pid, children=_parent(pid) not in pids) for pid in pids)
+
+    def begin(self) -> None:
+        self.start = self.total()
+
+    def elapsed_cpu(self) -> float:
+        return max(0.0, self.total() - self.start)
+
+    def peak_rss_mb(self) -> float:
+        return max((peak_rss_mb(pid) for pid in pids_named(self.prefix)), default=0.0)
+
+
+def _parent(pid: int) -> int:
+    fields = _stat_fields(pid)
+    return int(fields[1]) if fields else 0

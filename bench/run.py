@@ -1,0 +1,383 @@
+"""`make bench`: how fast, how polite, how complete — measured the same way every time.
+
+Starts the sample web at a chosen size, crawls it in each chosen mode, waits for the end,
+audits the crawl from the sample web's own request log, and prints and writes (JSON) the
+figures: pages/s (whole crawl and steady state), CPU ms per page by process kind, peak RSS,
+database bytes per page, completeness, duplicate fetches, politeness, and the fraction of
+the raw ceiling (bench/ceiling.py: the same pages fetched and parsed in a bare loop).
+
+    python -m bench.run --size quick --modes embedded
+    python -m bench.run --size standard --modes embedded,distributed:1,distributed:2,distributed:4,ceiling --runs 3
+
+Modes: embedded (SQLite, `manage.py crawl`), distributed:N (PostgreSQL + Redis, one
+dispatcher, N Celery worker processes), ceiling. Distributed runs use the PostgreSQL
+database BENCH_DATABASE_URL (emptied first) and the Redis database BENCH_BROKER_URL
+(flushed first). The orchestrator itself does not import Django, so its own work is not
+mixed into the figures. Exit status 1 if any run breaks politeness, fetches a page twice
+or misses more than 0.5% of the ground truth.
+"""
+
+import argparse
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from .cluster import run_cluster
+from .procstat import ServiceMeter, cpu_seconds, peak_rss_mb, rss_mb
+from .sampleweb import WebConfig, audit_log, run_server
+from .sampleweb.audit import read_log
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+BENCH_DATABASE_URL = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/crawlerweb_bench")
+BENCH_BROKER_URL = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/12")
+DEPTH_LIMIT = 20
+
+# Most hosts have no Crawl-delay and the crawler's default delay is 0, so politeness is one
+# request in flight per host and does not cap throughput; two hosts keep a Crawl-delay, one
+# is slow, one answers 429/503 first (Retry-After: 0 here; the 1 s case is in the tests).
+SIZES = {
+    "quick": WebConfig(hosts=20, pages_per_host=100, port=0, crawl_delay_hosts=2, crawl_delay=0.05,
+                       slow_delay=0.02, retry_after=0),
+    "standard": WebConfig(hosts=200, pages_per_host=100, port=0, crawl_delay_hosts=2, crawl_delay=0.1,
+                          slow_delay=0.05, retry_after=0),
+}
+CRAWL_ENV = {
+    "CRAWLER_DEFAULT_DELAY": "0",
+    "CRAWLER_ALLOWED_NETWORKS": "127.0.0.0/8",
+    "CRAWLER_DEPTH_LIMIT": str(DEPTH_LIMIT),
+    "CRAWLER_EMBEDDED_THREADS": "16",
+    "CELERY_WORKER_CONCURRENCY": "16",
+}
+CRAWL_TABLES = ("frontier_", "indexer_")
+
+
+def manage(env: dict, *args: str) -> str:
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, check=True, text=True,
+                          stdout=subprocess.PIPE).stdout
+
+
+# ----------------------------------------------------------------- embedded
+
+
+def run_embedded(web, env: dict, workdir: Path, timeout: float) -> dict:
+    db = workdir / "embedded.sqlite3"
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{db}{suffix}").unlink(missing_ok=True)
+    env = env | {"DATABASE_URL": f"sqlite:///{db}"}
+    manage(env, "migrate", "-v0")
+    empty_size = _sqlite_size(db)
+    out = workdir / "embedded-crawl.json"
+    web_cpu = cpu_seconds(web.server_pid)
+    with open(out, "w") as handle:
+        proc = subprocess.Popen([sys.executable, "manage.py", "crawl", "--json", *web.seeds], cwd=ROOT, env=env,
+                                stdout=handle, stderr=subprocess.DEVNULL)
+        _, status, usage = _wait4(proc, timeout)
+    if status != 0:
+        raise RuntimeError(f"manage.py crawl exited with status {status}")
+    figures = {
+        "cpu_seconds": {"crawler": usage.ru_utime + usage.ru_stime, "sample_web": cpu_seconds(web.server_pid) - web_cpu},
+        "peak_rss_mb": {"crawler": round(usage.ru_maxrss / 1024, 1), "sample_web": peak_rss_mb(web.server_pid)},
+    }
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        figures["counts"] = _counts(conn.cursor())
+    figures["db_bytes"] = _sqlite_size(db) - empty_size
+    return figures
+
+
+def _wait4(proc: subprocess.Popen, timeout: float):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+        if pid:
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            return pid, proc.returncode, usage
+        time.sleep(0.1)
+    proc.kill()
+    raise TimeoutError(f"crawl did not finish within {timeout} s")
+
+
+def _sqlite_size(db: Path) -> int:
+    return sum(Path(f"{db}{s}").stat().st_size for s in ("", "-wal") if Path(f"{db}{s}").exists())
+
+
+# -------------------------------------------------------------- distributed
+
+
+def prepare_postgres(env: dict) -> None:
+    import psycopg
+
+    name = BENCH_DATABASE_URL.rsplit("/", 1)[1]
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+    manage(env | {"DATABASE_URL": BENCH_DATABASE_URL}, "migrate", "-v0")
+
+
+def _reset_distributed() -> None:
+    import psycopg
+    import redis
+
+    with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
+        tables = [r[0] for r in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")
+                  if r[0].startswith(CRAWL_TABLES)]
+        conn.execute("TRUNCATE " + ", ".join(f'"{t}"' for t in tables) + " RESTART IDENTITY CASCADE")
+        conn.execute("VACUUM ANALYZE")
+    redis.Redis.from_url(BENCH_BROKER_URL).flushdb()
+
+
+def run_distributed(web, env: dict, workers: int, timeout: float) -> dict:
+    import psycopg
+
+    env = env | {"DATABASE_URL": BENCH_DATABASE_URL, "CELERY_BROKER_URL": BENCH_BROKER_URL}
+    _reset_distributed()
+    postgres, redis_meter = ServiceMeter("postgres"), ServiceMeter("redis-server")
+    with run_cluster(env, workers=workers, dispatchers=1, concurrency=int(env["CELERY_WORKER_CONCURRENCY"])) as cluster:
+        pids = {name: proc.pid for name, proc in cluster.procs.items()}
+        _wait_settled(list(pids.values()))  # imports and connections done: start the meters
+        start_cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
+        postgres.begin()
+        redis_meter.begin()
+        web_cpu = cpu_seconds(web.server_pid)
+        manage(env, "seed", *web.seeds)
+        rss_samples = []
+        with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
+            deadline, quiet_since = time.monotonic() + timeout, None
+            while True:
+                cluster.check_alive(allow_killed=False)
+                pending, fetched = conn.execute(
+                    """SELECT EXISTS (SELECT 1 FROM frontier_url WHERE state = 'queued')
+                              OR EXISTS (SELECT 1 FROM frontier_host WHERE leased_until > now()),
+                              (SELECT count(*) FROM frontier_url WHERE last_fetched_at IS NOT NULL)""").fetchone()
+                rss_samples.append((fetched, max(rss_mb(pids[n]) for n in pids if n.startswith("worker"))))
+                if pending:
+                    quiet_since = None
+                elif quiet_since is None:
+                    quiet_since = time.monotonic()
+                elif time.monotonic() - quiet_since > 1.0:
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"crawl did not finish within {timeout} s")
+                time.sleep(0.5)
+            end_cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            pg_cpu, redis_cpu = postgres.elapsed_cpu(), redis_meter.elapsed_cpu()
+            web_cpu = cpu_seconds(web.server_pid) - web_cpu
+            figures = {"counts": _counts(conn.cursor()), "db_bytes": _pg_size(conn)}
+            pg_rss, redis_rss = postgres.peak_rss_mb(), redis_meter.peak_rss_mb()
+    cpu = {name: end_cpu[name] - start_cpu[name] for name in pids}
+    figures["cpu_seconds"] = {
+        "dispatcher": sum(v for n, v in cpu.items() if n.startswith("dispatcher")),
+        "workers": sum(v for n, v in cpu.items() if n.startswith("worker")),
+        "postgresql": pg_cpu, "redis": redis_cpu, "sample_web": web_cpu,
+    }
+    figures["peak_rss_mb"] = {
+        "dispatcher": max(v for n, v in cluster.peak_rss.items() if n.startswith("dispatcher")),
+        "worker": max(v for n, v in cluster.peak_rss.items() if n.startswith("worker")),
+        "postgresql_backend": pg_rss, "redis": redis_rss, "sample_web": peak_rss_mb(web.server_pid),
+    }
+    figures["worker_rss_mb"] = _rss_trend(rss_samples)
+    return figures
+
+
+def _wait_settled(pids: list[int], quiet_cpu: float = 0.05, limit: float = 60.0) -> None:
+    """Wait until freshly started processes stop burning start-up CPU."""
+    deadline = time.monotonic() + limit
+    time.sleep(1.0)
+    last = sum(cpu_seconds(p) for p in pids)
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = sum(cpu_seconds(p) for p in pids)
+        if now - last < quiet_cpu:
+            return
+        last = now
+
+
+def _rss_trend(samples: list[tuple[int, float]]) -> dict:
+    """Worker RSS when a quarter of the pages were done, and at the end: flat or growing."""
+    if not samples:
+        return {}
+    total = samples[-1][0] or 1
+    quarter = next((rss for fetched, rss in samples if fetched >= total / 4), samples[0][1])
+    return {"at_25_percent": quarter, "at_end": samples[-1][1], "growth": round(samples[-1][1] - quarter, 1)}
+
+
+def _pg_size(conn) -> int:
+    return conn.execute(
+        """SELECT coalesce(sum(pg_total_relation_size(c.oid)), 0) FROM pg_class c
+           JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = 'public' AND c.relkind = 'r'
+             AND (c.relname LIKE 'frontier\\_%%' OR c.relname LIKE 'indexer\\_%%')""").fetchone()[0]
+
+
+def _counts(cursor) -> dict:
+    cursor.execute("SELECT count(*) FROM frontier_url WHERE last_fetched_at IS NOT NULL")
+    fetched = cursor.fetchone()[0]
+    cursor.execute("SELECT count(*) FROM indexer_document WHERE indexed")
+    indexed = cursor.fetchone()[0]
+    cursor.execute("SELECT count(*) FROM frontier_url")
+    return {"pages": fetched, "indexed": indexed, "urls": cursor.fetchone()[0]}
+
+
+# ------------------------------------------------------------------ ceiling
+
+
+def run_ceiling(web, env: dict, workdir: Path) -> dict:
+    urls = sorted(web.ground_truth(depth_limit=DEPTH_LIMIT))
+    urls_file = workdir / "ceiling-urls.txt"
+    urls_file.write_text("\n".join(urls) + "\n")
+    out = subprocess.run([sys.executable, "-m", "bench.ceiling", "--urls-file", str(urls_file)],
+                         cwd=ROOT, env=env | {"DATABASE_URL": "sqlite:///:memory:"}, check=True, text=True,
+                         stdout=subprocess.PIPE).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+# ------------------------------------------------------------------- report
+
+
+def steady_rate(log_path) -> float:
+    """Pages/s between the 10th and the 90th percentile of responses: the crawl without its
+    start (few URLs known yet) and its tail (the Crawl-delay and slow hosts)."""
+    ends = sorted(e.end for e in read_log(log_path) if e.path != "/robots.txt")
+    if len(ends) < 20:
+        return 0.0
+    lo, hi = int(len(ends) * 0.1), int(len(ends) * 0.9)
+    return round((hi - lo) / max(ends[hi] - ends[lo], 1e-9), 1)
+
+
+def report(mode: str, web, log_path, figures: dict) -> dict:
+    audit = audit_log(log_path, web, 0.0, depth_limit=DEPTH_LIMIT)
+    truth = len(web.ground_truth(depth_limit=DEPTH_LIMIT))
+    pages = figures["counts"]["pages"]
+    elapsed = audit["elapsed"]
+    cpu = {k: round(v, 2) for k, v in figures["cpu_seconds"].items()}
+    crawler_total = sum(v for k, v in cpu.items() if k != "sample_web")
+    return {
+        "mode": mode,
+        "pages": pages,
+        "indexed": figures["counts"]["indexed"],
+        "elapsed_seconds": round(elapsed, 2),
+        "pages_per_second": round(pages / max(elapsed, 1e-9), 1),
+        "steady_pages_per_second": steady_rate(log_path),
+        "cpu_seconds": cpu,
+        "cpu_ms_per_page": {k: round(1000 * v / max(pages, 1), 2) for k, v in cpu.items()}
+        | {"total_without_sample_web": round(1000 * crawler_total / max(pages, 1), 2)},
+        "peak_rss_mb": figures["peak_rss_mb"],
+        "worker_rss_mb": figures.get("worker_rss_mb", {}),
+        "db_bytes_per_page": round(figures["db_bytes"] / max(pages, 1)),
+        "ground_truth": truth,
+        "completeness_percent": round(100 * (len(audit["fetched"]) - len(audit["unexpected"])) / truth, 2),
+        "missing": len(audit["missing"]),
+        "unexpected": len(audit["unexpected"]),
+        "duplicate_fetches": len(audit["duplicate_fetches"]),
+        "requests": audit["requests"],
+        "politeness": {
+            "max_in_flight_per_host": max(audit["max_in_flight"].values(), default=0),
+            "gap_violations": len(audit["gap_violations"]),
+            "retry_after_violations": len(audit["retry_after_violations"]),
+            "robots_disallowed_fetched": len(audit["robots_disallowed_fetched"]),
+        },
+        "violations": audit["violations"],
+    }
+
+
+def acceptable(run: dict) -> bool:
+    if run["mode"] == "ceiling":
+        return True
+    return (run["violations"] == 0 and run["duplicate_fetches"] == 0 and run["completeness_percent"] >= 99.5
+            and run["politeness"]["max_in_flight_per_host"] <= 1)
+
+
+def medians(runs: list[dict]) -> dict:
+    keys = ("pages_per_second", "steady_pages_per_second", "elapsed_seconds")
+    summary = {k: statistics.median(r[k] for r in runs) for k in keys}
+    if runs[0]["mode"] != "ceiling":
+        summary["cpu_ms_per_page"] = {k: statistics.median(r["cpu_ms_per_page"][k] for r in runs)
+                                      for k in runs[0]["cpu_ms_per_page"]}
+        summary["worst"] = {
+            "completeness_percent": min(r["completeness_percent"] for r in runs),
+            "violations": max(r["violations"] for r in runs),
+            "duplicate_fetches": max(r["duplicate_fetches"] for r in runs),
+        }
+        summary["peak_rss_mb"] = {k: max(r["peak_rss_mb"][k] for r in runs) for k in runs[0]["peak_rss_mb"]}
+        summary["db_bytes_per_page"] = statistics.median(r["db_bytes_per_page"] for r in runs)
+    return summary
+
+
+def table(size: str, summary: dict, ceiling: float | None) -> str:
+    lines = [f"size {size}: medians of runs",
+             "| mode | pages/s | steady pages/s | of ceiling | CPU ms/page (all but sample web) | worst completeness | violations | duplicates |",
+             "|---|---|---|---|---|---|---|---|"]
+    for mode, m in summary.items():
+        if mode == "ceiling":
+            lines.append(f"| ceiling | {m['pages_per_second']} | {m['steady_pages_per_second']} | 100% | - | - | - | - |")
+            continue
+        frac = f"{100 * m['pages_per_second'] / ceiling:.0f}%" if ceiling else "-"
+        lines.append(f"| {mode} | {m['pages_per_second']} | {m['steady_pages_per_second']} | {frac} | "
+                     f"{m['cpu_ms_per_page']['total_without_sample_web']} | {m['worst']['completeness_percent']}% | "
+                     f"{m['worst']['violations']} | {m['worst']['duplicate_fetches']} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", choices=sorted(SIZES), default="quick")
+    parser.add_argument("--modes", default="embedded,distributed:2,ceiling",
+                        help="comma-separated: embedded, distributed:N, ceiling")
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--out", default="var/bench", help="folder for the JSON results")
+    parser.add_argument("--timeout", type=float, default=1800, help="per crawl, seconds")
+    args = parser.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    for mode in modes:
+        if mode not in ("embedded", "ceiling") and not (mode.startswith("distributed:") and mode[12:].isdigit()):
+            parser.error(f"unknown mode {mode!r}")
+    out = ROOT / args.out
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ) | CRAWL_ENV
+    if any(m.startswith("distributed") for m in modes):
+        prepare_postgres(env)
+    config = SIZES[args.size]
+    results: dict[str, list[dict]] = {}
+    with tempfile.TemporaryDirectory(prefix="crawlerweb-bench-") as tmp:
+        workdir = Path(tmp)
+        for run_index in range(args.runs):
+            for mode in modes:
+                log_path = workdir / "requests.log"
+                with run_server(replace(config), log_path) as web:
+                    if mode == "embedded":
+                        figures = run_embedded(web, env, workdir, args.timeout)
+                    elif mode == "ceiling":
+                        ceiling = run_ceiling(web, env, workdir)
+                    else:
+                        figures = run_distributed(web, env, int(mode.split(":")[1]), args.timeout)
+                if mode == "ceiling":
+                    result = {"mode": "ceiling", **ceiling, "steady_pages_per_second": steady_rate(log_path)}
+                else:
+                    result = report(mode, web, log_path, figures)
+                result |= {"size": args.size, "run": run_index + 1, "machine": _machine()}
+                results.setdefault(mode, []).append(result)
+                (out / f"{args.size}-{mode.replace(':', '')}-{run_index + 1}.json").write_text(json.dumps(result, indent=2))
+                print(json.dumps(result), flush=True)
+    summary = {mode: medians(runs) for mode, runs in results.items()}
+    ceiling_rate = summary.get("ceiling", {}).get("pages_per_second")
+    (out / f"{args.size}-summary.json").write_text(json.dumps(summary, indent=2))
+    print(table(args.size, summary, ceiling_rate))
+    return 0 if all(acceptable(r) for runs in results.values() for r in runs) else 1
+
+
+def _machine() -> str:
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "unknown cpu")
+    return f"{os.cpu_count()} cores, {cpu}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,109 @@
+"""The benchmark: it runs at the quick size and reports a clean crawl, and its audit catches
+a crawler that breaks politeness. No timing is asserted, only that figures exist and that
+the audit's verdicts are right."""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import urllib3
+
+from bench import run as bench
+from bench.sampleweb import WebConfig, run_server
+
+ROOT = Path(__file__).resolve().parent.parent
+IS_POSTGRES = os.environ.get("DATABASE_URL", "").startswith("postgres")
+
+
+def _bench(tmp_path, modes: str) -> dict:
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.run", "--size", "quick", "--modes", modes, "--out", str(tmp_path),
+         "--timeout", "600"],
+        cwd=ROOT, env=dict(os.environ), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=900,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = {}
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            result = json.loads(line)
+            runs[result["mode"]] = result
+    assert "| mode | pages/s |" in proc.stdout  # the summary table
+    assert json.loads((tmp_path / "quick-summary.json").read_text()).keys() == runs.keys()
+    return runs
+
+
+def _assert_clean_crawl(result: dict) -> None:
+    assert result["pages"] >= result["ground_truth"] > 1500
+    assert result["completeness_percent"] == 100.0
+    assert (result["missing"], result["unexpected"], result["duplicate_fetches"], result["violations"]) == (0, 0, 0, 0)
+    assert result["politeness"] == {"max_in_flight_per_host": 1, "gap_violations": 0, "retry_after_violations": 0,
+                                    "robots_disallowed_fetched": 0}
+    assert result["pages_per_second"] > 0 and result["steady_pages_per_second"] > 0
+    assert result["db_bytes_per_page"] > 0
+    assert all(v >= 0 for v in result["cpu_ms_per_page"].values())
+
+
+@pytest.mark.skipif(IS_POSTGRES, reason="embedded mode: run once, in the SQLite pass")
+def test_it_runs_the_quick_embedded_benchmark_and_the_ceiling(tmp_path):
+    runs = _bench(tmp_path, "embedded,ceiling")
+    _assert_clean_crawl(runs["embedded"])
+    assert runs["embedded"]["cpu_ms_per_page"]["crawler"] > 0
+    assert runs["embedded"]["peak_rss_mb"]["crawler"] > 0
+    ceiling = runs["ceiling"]
+    assert ceiling["pages"] == runs["embedded"]["ground_truth"] and ceiling["pages_per_second"] > 0
+
+
+@pytest.mark.postgres
+def test_it_runs_the_quick_distributed_benchmark(tmp_path):
+    result = _bench(tmp_path, "distributed:1")["distributed:1"]
+    _assert_clean_crawl(result)
+    for kind in ("dispatcher", "workers", "postgresql"):
+        assert result["cpu_seconds"][kind] > 0, kind
+    assert set(result["peak_rss_mb"]) == {"dispatcher", "worker", "postgresql_backend", "redis", "sample_web"}
+    assert {"at_25_percent", "at_end", "growth"} <= set(result["worker_rss_mb"])
+
+
+def test_its_audit_catches_a_crawler_that_ignores_politeness(tmp_path):
+    """A rude crawler: ignores Crawl-delay and robots.txt, asks a host twice at once, and
+    fetches a page twice."""
+    config = WebConfig(hosts=8, pages_per_host=10, port=0, crawl_delay=0.2, retry_after=1)
+    log = tmp_path / "requests.log"
+    with run_server(config, log) as web:
+        delayed, slow = web.hosts[1], web.hosts[web.slow_index]
+        assert web.delay_for(delayed) == 0.2 and web.role(slow) == "slow"
+        pool = urllib3.PoolManager(maxsize=4)
+        urls = [f"http://{delayed}/p/{k}.html" for k in range(10)]
+        for url in urls:  # back to back: every gap is shorter than the Crawl-delay
+            pool.request("GET", url, retries=False)
+        pool.request("GET", urls[0], retries=False)  # a page twice
+        pool.request("GET", f"http://{delayed}/private/1.html", retries=False)  # robots.txt says no
+        barrier = threading.Barrier(2)
+
+        def fetch_at_once(url):
+            barrier.wait(timeout=5)
+            pool.request("GET", url, retries=False)
+
+        with ThreadPoolExecutor(2) as threads:  # two requests in flight to the slow host
+            list(threads.map(fetch_at_once, [f"http://{slow}/p/1.html", f"http://{slow}/p/2.html"]))
+    figures = {"counts": {"pages": len(urls), "indexed": 0, "urls": len(urls)}, "cpu_seconds": {"crawler": 0.0},
+               "peak_rss_mb": {"crawler": 0.0}, "db_bytes": 0}
+    result = bench.report("rude", web, log, figures)
+    assert result["politeness"]["max_in_flight_per_host"] == 2
+    assert result["politeness"]["gap_violations"] >= 10
+    assert result["politeness"]["robots_disallowed_fetched"] == 1
+    assert result["duplicate_fetches"] == 1
+    assert result["violations"] > 0 and result["missing"] > 0
+    assert not bench.acceptable(result)
+
+
+def test_steady_rate_leaves_out_the_start_and_the_tail(tmp_path):
+    log = tmp_path / "requests.log"
+    # 10 slow requests, then 80 at 100/s, then 10 slow ones: the steady rate is the middle.
+    times = [i * 1.0 for i in range(10)] + [10 + i * 0.01 for i in range(80)] + [11 + i * 1.0 for i in range(10)]
+    log.write_text("".join(f"{t}\t{t + 0.001}\th:1\tGET\t/p/{i}.html\t200\n" for i, t in enumerate(times)))
+    assert 75 <= bench.steady_rate(log) <= 105  # the whole run averages under 5/s
