@@ -76,6 +76,9 @@ class Url(models.Model):
             # Dispatch: due URLs of one host, best first.
             models.Index(fields=["host", "state", "next_fetch_at"], name="url_host_due"),
             models.Index(fields=["state", "next_fetch_at"], name="url_state_due"),
+            # Dispatch: a host's best queued URLs, read from the top (see _best_urls).
+            models.Index(fields=["host", "-priority", "id"], name="url_host_queue",
+                         condition=models.Q(state="queued")),
         ]
 
     def __str__(self):

@@ -15,8 +15,7 @@ from typing import Iterable
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q
-from django.db.models.expressions import Window
-from django.db.models.functions import Least, RowNumber
+from django.db.models.functions import Least
 from django.utils import timezone
 
 from .filters import rejection_reason
@@ -200,25 +199,44 @@ def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
     hosts = list(Host.objects.filter(id__in=ids, lease_owner=token).values_list("id", "origin", "crawl_delay"))
     if not hosts:
         return []
-    ranked = (
-        Url.objects.filter(host_id__in=[h[0] for h in hosts], state=UrlState.QUEUED, next_fetch_at__lte=now)
-        .annotate(rank=Window(RowNumber(), partition_by=F("host_id"), order_by=[F("priority").desc(), F("id").asc()]))
-        .filter(rank__lte=settings.CRAWLER_HOST_BATCH_SIZE)
-        .values_list("host_id", "id")
-    )
-    url_ids = defaultdict(list)
-    for host_id, url_id in ranked:
-        url_ids[host_id].append(url_id)
+    url_ids = _best_urls({h[0]: _batch_size(h[2]) for h in hosts}, now)
     leases = []
-    for host_id, origin, crawl_delay in hosts:
+    for host_id, origin, _ in hosts:
         ids_for_host = url_ids.get(host_id, [])
-        if _effective_delay(crawl_delay) > 0:
-            ids_for_host = ids_for_host[:1]  # one request per lease: the delay lives in the row
         if ids_for_host:
             leases.append(Lease(host_id, token, origin, ids_for_host))
         else:  # its URLs were taken meanwhile
             release_host(host_id, token, None)
     return leases
+
+
+def _batch_size(crawl_delay: float | None) -> int:
+    # With a delay, one request per lease: the wait lives in the host row, not in a worker.
+    return settings.CRAWLER_HOST_BATCH_SIZE if _effective_delay(crawl_delay) == 0 else 1
+
+
+def _best_urls(limits: dict[int, int], now: datetime) -> dict[int, list[int]]:
+    """host id -> ids of its best due URLs (highest priority, then oldest), at most
+    limits[host] each. One UNION ALL of per-host LIMIT queries: each walks the partial
+    index url_host_queue from its top and stops, so the cost does not grow with the
+    number of URLs a host has waiting (a window function over them all did)."""
+    found = defaultdict(list)
+    items = list(limits.items())
+    for start in range(0, len(items), 200):  # SQLite allows 500 terms in a compound SELECT
+        _best_urls_into(found, items[start:start + 200], now)
+    return found
+
+
+def _best_urls_into(found: dict, items: list[tuple[int, int]], now: datetime) -> None:
+    one = (f"SELECT * FROM (SELECT host_id, id FROM {Url._meta.db_table} WHERE host_id = %s AND state = %s"
+           " AND next_fetch_at <= %s ORDER BY priority DESC, id LIMIT %s) AS h{}")
+    sql = " UNION ALL ".join(one.format(i) for i in range(len(items)))
+    when = connection.ops.adapt_datetimefield_value(now)
+    params = [p for host_id, n in items for p in (host_id, UrlState.QUEUED.value, when, n)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for host_id, url_id in cursor.fetchall():
+            found[host_id].append(url_id)
 
 
 def begin_lease(host_id: int, token: str) -> HostView | None:
