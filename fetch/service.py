@@ -6,10 +6,10 @@ delay is 0 the batch is fetched back to back on one kept-alive connection; other
 lease carries a single request (robots.txt counts as one) and the next allowed time is
 written to the host row — no sleeping, no Celery countdown.
 
-The database stays out of the fetch loop: pages are fetched and parsed first, then the
-whole batch (documents, index entries, URL states, discovered links) is written in one
-transaction of a dozen statements. A worker that dies mid-batch records nothing; the lease
-expires and the batch is fetched again, so no URL is lost.
+The database stays out of the fetch loop: pages are fetched and parsed first
+(collect_batch), then the whole batch — documents, index entries, URL states, discovered
+links — is written in a dozen statements (commit_batch). A worker that dies mid-batch
+records nothing; the lease expires and the batch is fetched again, so no URL is lost.
 """
 
 import email.utils
