@@ -77,13 +77,15 @@ def wait_for_workers(app, names: list[str], timeout: float = 30.0) -> None:
 
 
 def wait_until_done(has_pending_work, cluster: Cluster, timeout: float, on_progress=None,
-                    settle: float = 1.0) -> float:
+                    settle: float = 1.0, poll: float = 0.1, allow_killed: bool = True) -> float:
     """Poll until no URL waits and no lease is open for `settle` seconds; returns the time
-    the crawl went quiet (monotonic). Raises on timeout or on a crashed process."""
+    the crawl went quiet (monotonic). Raises on timeout or on a crashed process (or, with
+    allow_killed=False, on any process that died). The state lives in the database, so
+    polling it every `poll` seconds is the wait."""
     deadline = time.monotonic() + timeout
     quiet_since = None
     while time.monotonic() < deadline:
-        cluster.check_alive()
+        cluster.check_alive(allow_killed)
         if on_progress:
             on_progress()
         if has_pending_work():
@@ -92,5 +94,5 @@ def wait_until_done(has_pending_work, cluster: Cluster, timeout: float, on_progr
             quiet_since = time.monotonic()
         elif time.monotonic() - quiet_since > settle:
             return quiet_since
-        time.sleep(0.1)
+        time.sleep(poll)
     raise TimeoutError(f"crawl did not finish within {timeout} s")

@@ -22,7 +22,8 @@ import redis  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 
-from bench.cluster import cpu_seconds, run_cluster, wait_for_workers, wait_until_done, worker_name  # noqa: E402
+from bench.cluster import run_cluster, wait_for_workers, wait_until_done, worker_name  # noqa: E402
+from bench.procstat import cpu_seconds  # noqa: E402
 from bench.sampleweb import WebConfig, audit_log, run_server  # noqa: E402
 from crawlerweb.celery import app  # noqa: E402
 from frontier import service  # noqa: E402

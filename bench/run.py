@@ -25,11 +25,12 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
 
-from .cluster import run_cluster
+from .cluster import run_cluster, wait_until_done
 from .procstat import ServiceMeter, cpu_seconds, peak_rss_mb, rss_mb
 from .sampleweb import WebConfig, audit_log, run_server
 from .sampleweb.audit import read_log
@@ -94,15 +95,24 @@ def run_embedded(web, env: dict, workdir: Path, timeout: float) -> dict:
 
 
 def _wait4(proc: subprocess.Popen, timeout: float):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return pid, proc.returncode, usage
-        time.sleep(0.1)
-    proc.kill()
-    raise TimeoutError(f"crawl did not finish within {timeout} s")
+    """Wait for the crawl to exit and return its resource usage (os.wait4: CPU and peak RSS
+    of exactly that child); a watchdog kills it after `timeout` seconds."""
+    timed_out = threading.Event()
+
+    def expire():
+        timed_out.set()
+        proc.kill()
+
+    watchdog = threading.Timer(timeout, expire)
+    watchdog.start()
+    try:
+        pid, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        watchdog.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if timed_out.is_set():
+        raise TimeoutError(f"crawl did not finish within {timeout} s")
+    return pid, proc.returncode, usage
 
 
 def _sqlite_size(db: Path) -> int:
@@ -150,23 +160,18 @@ def run_distributed(web, env: dict, workers: int, timeout: float) -> dict:
         manage(env, "seed", *web.seeds)
         rss_samples = []
         with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
-            deadline, quiet_since = time.monotonic() + timeout, None
-            while True:
-                cluster.check_alive(allow_killed=False)
-                pending, fetched = conn.execute(
+
+            def pending() -> bool:
+                return conn.execute(
                     """SELECT EXISTS (SELECT 1 FROM frontier_url WHERE state = 'queued')
-                              OR EXISTS (SELECT 1 FROM frontier_host WHERE leased_until > now()),
-                              (SELECT count(*) FROM frontier_url WHERE last_fetched_at IS NOT NULL)""").fetchone()
+                              OR EXISTS (SELECT 1 FROM frontier_host WHERE leased_until > now())""").fetchone()[0]
+
+            def sample_worker_rss() -> None:
+                fetched = conn.execute("SELECT count(*) FROM frontier_url WHERE last_fetched_at IS NOT NULL").fetchone()[0]
                 rss_samples.append((fetched, max(rss_mb(pids[n]) for n in pids if n.startswith("worker"))))
-                if pending:
-                    quiet_since = None
-                elif quiet_since is None:
-                    quiet_since = time.monotonic()
-                elif time.monotonic() - quiet_since > 1.0:
-                    break
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"crawl did not finish within {timeout} s")
-                time.sleep(0.5)
+
+            # every 0.5 s: the polling queries must not weigh on the PostgreSQL figure
+            wait_until_done(pending, cluster, timeout, on_progress=sample_worker_rss, poll=0.5, allow_killed=False)
             end_cpu = {name: cpu_seconds(pid) for name, pid in pids.items()}
             pg_cpu, redis_cpu = postgres.elapsed_cpu(), redis_meter.elapsed_cpu()
             web_cpu = cpu_seconds(web.server_pid) - web_cpu
@@ -188,9 +193,10 @@ def run_distributed(web, env: dict, workers: int, timeout: float) -> dict:
 
 
 def _wait_settled(pids: list[int], quiet_cpu: float = 0.05, limit: float = 60.0) -> None:
-    """Wait until freshly started processes stop burning start-up CPU."""
+    """Wait until freshly started processes stop burning start-up CPU (imports, broker and
+    database connections), so the meters count crawl work only. What is awaited is a
+    quantity, not an event, hence sampling it: done when 0.5 s adds < quiet_cpu seconds."""
     deadline = time.monotonic() + limit
-    time.sleep(1.0)
     last = sum(cpu_seconds(p) for p in pids)
     while time.monotonic() < deadline:
         time.sleep(0.5)

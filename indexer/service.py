@@ -85,7 +85,7 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
         ]
         Document.objects.bulk_create(docs, update_conflicts=True, unique_fields=["url"], update_fields=_DOCUMENT_FIELDS)
         originals = _claim_fingerprints(docs)
-        indexable = []  # saved Document instances, text still in memory
+        indexable = []
         for doc in docs:
             original = originals[doc.content_hash]
             if original != doc.id:
@@ -94,11 +94,11 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
             elif doc.noindex:
                 details[doc.url_id] = "noindex"
             else:
-                indexable.append(doc)
+                indexable.append(doc.id)
                 details[doc.url_id] = "indexed"
         if indexable:
-            backend.add_documents(indexable)
-            Document.objects.filter(id__in=[doc.id for doc in indexable]).update(indexed=True)
+            backend.add(indexable)
+            Document.objects.filter(id__in=indexable).update(indexed=True)
     return details
 
 

@@ -52,11 +52,6 @@ class SearchBackend(ABC):
     def add(self, document_ids: list[int]) -> None:
         """Index (or re-index) these documents."""
 
-    def add_documents(self, documents) -> None:
-        """Index saved indexer.Document instances. A backend that analyses text itself
-        may use the text in memory instead of reading the rows again."""
-        self.add([doc.id for doc in documents])
-
     @abstractmethod
     def delete(self, document_ids: list[int]) -> None:
         """Remove these documents from the index."""
