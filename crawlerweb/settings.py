@@ -54,6 +54,13 @@ def envfloat(name: str, default: float, minimum: float = 0.0) -> float:
     return _envnumber(name, default, minimum, float, "a number")
 
 
+def envchoice(name: str, default: str, choices: tuple[str, ...]) -> str:
+    value = os.environ.get(name) or default
+    if value not in choices:
+        raise SettingError(f"{name}={value!r} is not one of {', '.join(choices)}")
+    return value
+
+
 def envlist(name: str, default: str = "") -> list[str]:
     raw = os.environ.get(name, default)
     return [item.strip() for item in raw.split(",") if item.strip()]
@@ -169,6 +176,10 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 
 # --- Crawler limits (alphabetical; each documented in README.md) -------------------------
 
+# Without a robots.txt Crawl-delay, the gap after a response is this many times the host's
+# running average response time (Heritrix's delay factor), clamped between
+# CRAWLER_DEFAULT_DELAY and CRAWLER_MAX_ADAPTIVE_DELAY. 0 turns adaptive delay off.
+CRAWLER_ADAPTIVE_DELAY_FACTOR = envfloat("CRAWLER_ADAPTIVE_DELAY_FACTOR", 5.0)
 # Networks the crawler may connect to although they are private/loopback/reserved.
 # Empty by default: the crawler refuses them all (SSRF guard). Tests allow 127.0.0.0/8.
 CRAWLER_ALLOWED_NETWORKS = envnetworks("CRAWLER_ALLOWED_NETWORKS")
@@ -176,6 +187,12 @@ CRAWLER_ALLOWED_NETWORKS = envnetworks("CRAWLER_ALLOWED_NETWORKS")
 CRAWLER_CONNECT_TIMEOUT = envfloat("CRAWLER_CONNECT_TIMEOUT", 5.0, minimum=0.1)
 # Seconds between two requests to one host when its robots.txt names no Crawl-delay.
 CRAWLER_DEFAULT_DELAY = envfloat("CRAWLER_DEFAULT_DELAY", 1.0)
+# Seconds a resolved host name is reused (getaddrinfo reports no TTL).
+CRAWLER_DNS_CACHE_SECONDS = envfloat("CRAWLER_DNS_CACHE_SECONDS", 300.0)
+# Names kept in each process's DNS cache at most.
+CRAWLER_DNS_CACHE_SIZE = envint("CRAWLER_DNS_CACHE_SIZE", 100_000, minimum=1)
+# Seconds a failed lookup is remembered, and a host waits after its resolver failed.
+CRAWLER_DNS_NEGATIVE_SECONDS = envfloat("CRAWLER_DNS_NEGATIVE_SECONDS", 60.0)
 # Links deeper than this many hops from a seed are not admitted (traps, endless calendars).
 CRAWLER_DEPTH_LIMIT = envint("CRAWLER_DEPTH_LIMIT", 20)
 # Hosts one dispatcher round may lease at most.
@@ -188,12 +205,21 @@ CRAWLER_DISPATCH_IDLE_WAIT_MAX = envfloat("CRAWLER_DISPATCH_IDLE_WAIT_MAX", 0.4,
 CRAWLER_EMBEDDED_THREADS = envint("CRAWLER_EMBEDDED_THREADS", 8, minimum=1)
 # Number of Celery fetch queues (fetch.0 … fetch.N-1); a host always maps to the same one.
 CRAWLER_FETCH_QUEUES = envint("CRAWLER_FETCH_QUEUES", 4, minimum=1)
+# Network failures in a row (timeouts, refused or reset connections) after which a host is
+# paused: its URLs wait untried instead of burning their attempts (circuit breaker).
+CRAWLER_HOST_FAILURE_THRESHOLD = envint("CRAWLER_HOST_FAILURE_THRESHOLD", 5, minimum=1)
+# First pause of a tripped host, seconds; it doubles with every further failure.
+CRAWLER_HOST_PAUSE_SECONDS = envfloat("CRAWLER_HOST_PAUSE_SECONDS", 60.0)
+# Longest pause of a tripped host, seconds.
+CRAWLER_HOST_PAUSE_MAX = envfloat("CRAWLER_HOST_PAUSE_MAX", 6 * 3600.0)
 # URLs handed out with one host lease when the host's delay is 0 (kept-alive connection).
 CRAWLER_HOST_BATCH_SIZE = envint("CRAWLER_HOST_BATCH_SIZE", 16, minimum=1)
 # Seconds a lease on a host lasts; a dead worker's host comes back after this.
 CRAWLER_LEASE_SECONDS = envfloat("CRAWLER_LEASE_SECONDS", 120.0, minimum=1.0)
 # Leases outstanding at once across all dispatchers (bounds the broker's queue length).
 CRAWLER_MAX_ACTIVE_LEASES = envint("CRAWLER_MAX_ACTIVE_LEASES", 256, minimum=1)
+# Longest gap, seconds, adaptive delay may impose (a Crawl-delay is capped separately).
+CRAWLER_MAX_ADAPTIVE_DELAY = envfloat("CRAWLER_MAX_ADAPTIVE_DELAY", 30.0)
 # Transient failures (5xx, timeouts, connection errors) retried this many times in all,
 # then the URL goes to the dead-letter table.
 CRAWLER_MAX_ATTEMPTS = envint("CRAWLER_MAX_ATTEMPTS", 4, minimum=1)
@@ -207,12 +233,18 @@ CRAWLER_MAX_INDEX_CHARS = envint("CRAWLER_MAX_INDEX_CHARS", 200_000, minimum=100
 CRAWLER_MAX_LINKS_PER_PAGE = envint("CRAWLER_MAX_LINKS_PER_PAGE", 1000, minimum=1)
 # Redirect hops followed (each through the frontier) before giving up.
 CRAWLER_MAX_REDIRECTS = envint("CRAWLER_MAX_REDIRECTS", 3)
+# Back-pressure: messages the fetch queues may hold. At 80% of it (the frontier design
+# seed's rule) dispatchers stop sending until workers catch up.
+CRAWLER_MAX_QUEUED_MESSAGES = envint("CRAWLER_MAX_QUEUED_MESSAGES", 1000, minimum=1)
 # A Retry-After longer than this many seconds is capped.
 CRAWLER_MAX_RETRY_AFTER = envfloat("CRAWLER_MAX_RETRY_AFTER", 3600.0)
 # URLs longer than this many characters are not admitted.
 CRAWLER_MAX_URL_LENGTH = envint("CRAWLER_MAX_URL_LENGTH", 2048, minimum=16)
 # URLs admitted per host at most (bounds traps the depth limit does not catch).
 CRAWLER_MAX_URLS_PER_HOST = envint("CRAWLER_MAX_URLS_PER_HOST", 100_000, minimum=1)
+# Politeness scope: "host" (one request at a time and a delay per host name), "ip" (per
+# server address, so many names on one server share one budget) or "both".
+CRAWLER_POLITENESS_SCOPE = envchoice("CRAWLER_POLITENESS_SCOPE", "both", ("host", "ip", "both"))
 # Seconds to wait for the next bytes of a response.
 CRAWLER_READ_TIMEOUT = envfloat("CRAWLER_READ_TIMEOUT", 10.0, minimum=0.1)
 # First retry waits this many seconds; each further one twice as long.

@@ -16,6 +16,8 @@ Safety contract — every request made here:
   frontier; robots.txt: up to ROBOTS_MAX_REDIRECTS hops as RFC 9309 asks);
 - never raises for network trouble: it returns a FetchResult whose `error` names the kind.
 
+Names are resolved through fetch.dns (a cache with a TTL), once per connection.
+
 The client is urllib3 itself, one PoolManager per thread (connections stay alive across a
 host's batch). requests on top of it cost about 0.35 ms of CPU per page more for nothing we
 use (measured in docs/benchmarks.md).
@@ -34,6 +36,8 @@ from django.conf import settings
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import connection as urllib3_connection
+
+from . import dns
 
 READ_CHUNK = 64 * 1024
 ROBOTS_MAX_REDIRECTS = 5
@@ -57,7 +61,7 @@ class _GuardedConnectionMixin:
 
     def _new_conn(self):
         try:
-            infos = socket.getaddrinfo(self._dns_host, self.port, type=socket.SOCK_STREAM)
+            infos = dns.resolve(self._dns_host, self.port)
         except socket.gaierror as exc:
             raise urllib3.exceptions.NameResolutionError(self.host, self, exc) from exc
         allowed = [i for i in infos if address_allowed(ipaddress.ip_address(i[4][0].split("%")[0]))]
@@ -73,6 +77,7 @@ class _GuardedConnectionMixin:
             raise urllib3.exceptions.ConnectTimeoutError(self, f"connect to {self.host} timed out") from exc
         except OSError as exc:
             raise urllib3.exceptions.NewConnectionError(self, f"connect to {self.host}: {exc}") from exc
+        self.peer_address = sockaddr[0]  # per-IP politeness keys on the address really used
         return sock
 
 
@@ -98,10 +103,13 @@ class FetchResult:
     status: int | None = None
     headers: dict[str, str] = field(default_factory=dict)  # lower-case names
     body: bytes = b""
-    error: str = ""  # "", timeout, deadline, connection, dns, blocked_address, too_large, protocol
+    # "", timeout, deadline, connection, dns, dns_unavailable, blocked_address, too_large, protocol,
+    # redirect_limit
+    error: str = ""
     error_detail: str = ""
     elapsed: float = 0.0
     final_url: str = ""
+    address: str = ""  # the server address the last connection went to
 
     @property
     def content_type(self) -> str:
@@ -172,6 +180,7 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
                 result.status = resp.status
                 result.headers = {k.lower(): v for k, v in resp.headers.itermerged()}
                 result.final_url = current
+                result.address = getattr(resp.connection, "peer_address", "") or result.address
                 location = result.headers.get("location", "").strip()
                 if follow_redirects and resp.status in REDIRECT_STATUSES and location:
                     if hop == ROBOTS_MAX_REDIRECTS:
@@ -187,13 +196,20 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
     except BlockedAddress as exc:
         result.error, result.error_detail = "blocked_address", str(exc)
     except urllib3.exceptions.NameResolutionError as exc:
-        result.error, result.error_detail = "dns", str(exc)[:200]
+        temporary = dns.is_temporary(exc.__cause__)
+        result.error, result.error_detail = "dns_unavailable" if temporary else "dns", str(exc)[:200]
     except urllib3.exceptions.NewConnectionError as exc:  # subclasses ConnectTimeoutError!
         result.error, result.error_detail = "connection", str(exc)[:200]
     except (urllib3.exceptions.TimeoutError, socket.timeout, TimeoutError) as exc:
         result.error, result.error_detail = "timeout", str(exc)[:200]
-    except (urllib3.exceptions.ProtocolError, ConnectionError) as exc:  # reset, refused mid-way
-        result.error, result.error_detail = "connection", str(exc)[:200]
+    except (urllib3.exceptions.ProtocolError, ConnectionError) as exc:
+        # urllib3 wraps both a reset mid-way and a response http.client could not parse
+        # (bad status line, header line too long, too many headers); tell them apart.
+        broken_http = any(
+            isinstance(arg, http.client.HTTPException) and not isinstance(arg, http.client.IncompleteRead)
+            for arg in getattr(exc, "args", ())
+        )
+        result.error, result.error_detail = "protocol" if broken_http else "connection", str(exc)[:200]
     except (urllib3.exceptions.HTTPError, http.client.HTTPException, ValueError) as exc:
         result.error, result.error_detail = "protocol", f"{type(exc).__name__}: {exc}"[:200]
     result.elapsed = time.monotonic() - started

@@ -48,15 +48,20 @@ def needs_fetch(host: frontier.HostView) -> bool:
     return host.robots_expires_at is None or host.robots_expires_at <= timezone.now()
 
 
-def refresh(host: frontier.HostView) -> frontier.HostView:
-    """Fetch robots.txt for the host (the caller holds its lease) and store the result."""
+def refresh(host: frontier.HostView) -> tuple[frontier.HostView, http.FetchResult]:
+    """Fetch robots.txt for the host (the caller holds its lease) and store the result.
+    Returns the updated view and the raw result (its timing and address count for
+    politeness like any other request)."""
     result = http.fetch(
         host.origin + "/robots.txt", max_bytes=settings.CRAWLER_ROBOTS_MAX_BYTES, follow_redirects=True
     )
     now = timezone.now()
     status = result.status if not result.error or result.error in ("too_large", "deadline") else None
     body = result.body.decode("utf-8", errors="replace") if status and 200 <= status < 300 else ""
-    if status is None or status >= 500 or status == 429:
+    body = body.replace("\x00", "")  # garbage bytes: PostgreSQL text cannot hold NUL
+    if result.error == "dns_unavailable":  # the resolver, not the host: ask again soon
+        ttl = settings.CRAWLER_DNS_NEGATIVE_SECONDS
+    elif status is None or status >= 500 or status == 429:
         ttl = settings.CRAWLER_ROBOTS_ERROR_SECONDS
     else:
         ttl = settings.CRAWLER_ROBOTS_CACHE_SECONDS
@@ -70,7 +75,7 @@ def refresh(host: frontier.HostView) -> frontier.HostView:
     return dataclasses.replace(
         host, crawl_delay=delay, robots_status=status, robots_body=body, robots_error=error,
         robots_fetched_at=now, robots_expires_at=expires,
-    )
+    ), result
 
 
 def policy_for(host: frontier.HostView) -> RobotsPolicy:

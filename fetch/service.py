@@ -1,10 +1,13 @@
 """Fetch one leased batch of a host's URLs: the step both runners (embedded threads and
 Celery workers) call.
 
-Politeness, per host: the lease means one request in flight at a time. When the host's
-delay is 0 the batch is fetched back to back on one kept-alive connection; otherwise a
-lease carries a single request (robots.txt counts as one) and the next allowed time is
-written to the host row — no sleeping, no Celery countdown.
+Politeness: the lease means one request in flight at a time to the host (and, by default,
+to its server address: frontier.politeness). When the host's delay is 0 the batch is
+fetched back to back on one kept-alive connection; otherwise a lease carries a single
+request (robots.txt counts as one) and the next allowed time is written to the host and
+address rows — no sleeping, no Celery countdown. The delay adapts to measured response
+times; a network failure ends the batch, and failures in a row trip the host's circuit
+breaker (its URLs wait untried). No request starts that could outlive the lease.
 
 The database stays out of the fetch loop: pages are fetched and parsed first
 (collect_batch), then the whole batch — documents, index entries, URL states, discovered
@@ -13,6 +16,7 @@ records nothing; the lease expires and the batch is fetched again, so no URL is 
 """
 
 import email.utils
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
@@ -22,6 +26,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from frontier import politeness
 from frontier import service as frontier
 from frontier.outcomes import RETRY_AFTER_STATUSES, FetchReport
 from indexer import service as indexer
@@ -48,13 +53,45 @@ class BatchResult:
 
 @dataclass
 class CollectedBatch:
-    """A lease's fetched-and-parsed results plus when the host may be asked again."""
+    """A lease's fetched-and-parsed results plus what it learned about the host."""
 
     host_id: int
     token: str
     requests_made: int
-    next_fetch_at: datetime
+    leased_address: str
+    update: frontier.HostUpdate
     result: BatchResult
+
+    @property
+    def next_fetch_at(self) -> datetime:
+        return self.update.next_fetch_at
+
+
+@dataclass
+class _Tally:
+    """Requests made under one lease: how many, how long they took, where they went."""
+
+    requests: int = 0
+    elapsed: list[float] = field(default_factory=list)
+    address: str = ""
+    responses: int = 0
+    network_failures: int = 0
+
+    def saw(self, result: http.FetchResult) -> None:
+        self.requests += 1
+        self.address = result.address or self.address
+        if result.status is not None:
+            self.responses += 1
+            self.elapsed.append(result.elapsed)
+        elif result.error in NETWORK_FAILURES:
+            self.network_failures += 1
+            if result.error == "timeout":  # a server too slow to answer: let the delay grow
+                self.elapsed.append(result.elapsed)
+
+
+# No answer from the server: these count toward the host's circuit breaker, and end the
+# lease's batch at once (its other URLs wait rather than fail the same way).
+NETWORK_FAILURES = frozenset({"timeout", "connection", "dns"})
 
 
 def fetch_batch(host_id: int, token: str, url_ids: list[int]) -> int:
@@ -71,20 +108,23 @@ def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> Co
     The embedded runner calls this from its fetch threads and commit_batch from its one
     writer thread (SQLite has a single writer); a Celery worker calls both in turn.
     """
-    requests_made = 0
-    host_pause = 0.0  # extra wait imposed by the server (Retry-After)
+    started = time.monotonic()
+    leased_address = host.address
+    tally = _Tally()
+    host_pause = 0.0  # extra wait: Retry-After, a failed resolver, the circuit breaker
     batch = BatchResult()
     try:
         refreshed = robots.needs_fetch(host)
         if refreshed:
-            host = robots.refresh(host)
-            requests_made += 1
+            host, robots_result = robots.refresh(host)
+            tally.saw(robots_result)
         if host.robots_error:
             # RFC 9309: no verdict means disallow everything for now. The host comes back
             # when robots.txt is tried again, and a URL is charged an attempt only when it
-            # really was tried, so a cached failure cannot burn its retries.
+            # really was tried, so a cached failure cannot burn its retries (nor can a
+            # resolver that is down: that is nobody's fault).
             host_pause = max(0.0, (host.robots_expires_at - timezone.now()).total_seconds())
-            if refreshed or host.robots_error == "blocked_address":
+            if (refreshed and host.robots_error != "dns_unavailable") or host.robots_error == "blocked_address":
                 failure = _robots_failure(host.robots_error)
                 for url_id, _, _, _, attempts in frontier.queued_urls(url_ids):
                     batch.reports.append((FetchReport(url_id, error=failure), attempts))
@@ -95,23 +135,47 @@ def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> Co
                 if not policy.allows(url):
                     batch.reports.append((FetchReport(url_id, robots_blocked=True), attempts))
                     continue
-                if requests_made and delay > 0:
+                if tally.requests and (delay > 0 or _lease_running_out(started)):
                     break  # the rest waits for the host's next turn
-                pause = fetch_one(batch, url_id, url, depth, hops, attempts)
-                requests_made += 1
-                if pause:
+                result, pause = fetch_one(batch, url_id, url, depth, hops, attempts)
+                tally.saw(result)
+                if result.error == "dns_unavailable":
+                    host_pause = max(host_pause, settings.CRAWLER_DNS_NEGATIVE_SECONDS)
+                    break
+                if pause or result.error in NETWORK_FAILURES:
                     host_pause = max(host_pause, pause)
                     break
     except BaseException:
         # A database error or a bug: nothing is recorded, the URLs stay queued; give the
         # host back at its normal time rather than holding it until the lease expires.
-        frontier.release_host(host.id, token, _next_fetch_at(host, host_pause))
+        frontier.release_host(host.id, token, _after(frontier.host_delay(host), host_pause),
+                              leased_address=leased_address)
         raise
-    return CollectedBatch(host.id, token, requests_made, _next_fetch_at(host, host_pause), batch)
+    update = _host_update(host, tally, host_pause)
+    return CollectedBatch(host.id, token, tally.requests, leased_address, update, batch)
 
 
-def _next_fetch_at(host: frontier.HostView, pause: float) -> datetime:
-    return timezone.now() + timedelta(seconds=max(frontier.host_delay(host), pause))
+def _lease_running_out(started: float) -> bool:
+    # Never start a request that could outlive the lease: another worker would then be
+    # allowed to talk to this host at the same time.
+    worst_case = settings.CRAWLER_CONNECT_TIMEOUT + settings.CRAWLER_TOTAL_DEADLINE + settings.CRAWLER_READ_TIMEOUT
+    return time.monotonic() - started + worst_case > settings.CRAWLER_LEASE_SECONDS * 0.8
+
+
+def _host_update(host: frontier.HostView, tally: _Tally, pause: float) -> frontier.HostUpdate:
+    response_time = politeness.running_response_time(host.response_time, tally.elapsed)
+    failures = 0 if tally.responses else host.failures + tally.network_failures
+    pause = max(pause, politeness.breaker_pause(failures))
+    delay = politeness.delay_for(host.crawl_delay, response_time)
+    address_next_at = None
+    if tally.requests and tally.address and politeness.per_address():
+        address_next_at = _after(delay, 0.0)
+    host_delay = delay if politeness.per_host() else 0.0
+    return frontier.HostUpdate(_after(host_delay, pause), tally.address, address_next_at, response_time, failures)
+
+
+def _after(delay: float, pause: float) -> datetime:
+    return timezone.now() + timedelta(seconds=max(delay, pause))
 
 
 def commit_batch(collected: CollectedBatch) -> int:
@@ -123,7 +187,8 @@ def commit_batch(collected: CollectedBatch) -> int:
     try:
         store_batch(collected.result)
     finally:
-        frontier.release_host(collected.host_id, collected.token, collected.next_fetch_at)
+        frontier.release_host(collected.host_id, collected.token, None, leased_address=collected.leased_address,
+                              update=collected.update)
     return collected.requests_made
 
 
@@ -133,30 +198,33 @@ def _robots_failure(robots_error: str) -> str:
     return "blocked_address" if robots_error == "blocked_address" else "robots_unavailable"
 
 
-def fetch_one(batch: BatchResult, url_id: int, url: str, depth: int, hops: int, attempts: int) -> float:
-    """Fetch and parse one URL into `batch` (no database access). Returns a host pause
-    (Retry-After) or 0."""
+def fetch_one(batch: BatchResult, url_id: int, url: str, depth: int, hops: int,
+              attempts: int) -> tuple[http.FetchResult, float]:
+    """Fetch and parse one URL into `batch` (no database access). Returns the raw result
+    and a host pause (Retry-After) or 0. A failed resolver records nothing: the URL waits."""
     result = http.fetch(url, body_types=indexer.HTML_TYPES)
+    if result.error == "dns_unavailable":
+        return result, 0.0
     if result.error or result.status is None:
         batch.reports.append((FetchReport(url_id, status=result.status, error=result.error or "no_response"), attempts))
-        return 0.0
+        return result, 0.0
     status = result.status
     if 200 <= status < 300:
         page = indexer.prepare_page(url_id, url, status, result.content_type, result.charset, result.body)
         batch.pages.append((page, depth, attempts))
-        return 0.0
+        return result, 0.0
     if 300 <= status < 400 and status != 304:
         location = result.headers.get("location", "").strip()
         target = frontier.Candidate(urljoin(result.url, location), depth, hops + 1, url_id) if location else None
         batch.redirects.append(_Redirect(url_id, attempts, status, target))
-        return 0.0
+        return result, 0.0
     pause = 0.0
     retry_after = None
     if status in RETRY_AFTER_STATUSES:
         retry_after = parse_retry_after(result.headers.get("retry-after"))
         pause = retry_after if retry_after is not None else settings.CRAWLER_DEFAULT_DELAY
     batch.reports.append((FetchReport(url_id, status=status, retry_after=retry_after), attempts))
-    return pause
+    return result, pause
 
 
 def store_batch(batch: BatchResult) -> None:

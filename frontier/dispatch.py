@@ -36,7 +36,7 @@ def dispatch_once(name: str, app) -> int:
             sent += 1
         except Exception:  # broker down: give the host back rather than wait for expiry
             log.exception("could not send lease for %s; releasing it", lease.origin)
-            service.release_host(lease.host_id, lease.token, None)
+            service.release_host(lease.host_id, lease.token, None, leased_address=lease.address)
     return sent
 
 

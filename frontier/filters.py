@@ -4,6 +4,8 @@ Each rule returns a short reason string (it becomes a rejection count in the cra
 and in API answers) or None when the URL may enter.
 """
 
+import re
+
 from .limits import Limits
 from .normalize import NormalUrl
 
@@ -17,4 +19,11 @@ def rejection_reason(url: NormalUrl, depth: int, hops: int, limits: Limits) -> s
         return "depth_limit"
     if hops > limits.max_redirects:
         return "redirect_limit"
+    if _REPEATED_SEGMENTS.search(url.url, len(url.origin)):
+        return "trap_repeated_segments"
     return None
+
+
+# The same run of path segments three times in a row (/a/b/a/b/a/b/): relative links
+# that resolve one level deeper on every page (Nutch's regex-urlfilter has the same rule).
+_REPEATED_SEGMENTS = re.compile(r"(/[^/?#]+(?:/[^/?#]+)?)\1\1(?:/|$|\?)")

@@ -29,13 +29,42 @@ class Host(models.Model):
     robots_fetched_at = models.DateTimeField(null=True, blank=True)
     robots_expires_at = models.DateTimeField(null=True, blank=True)
     url_count = models.IntegerField(default=0, help_text="URLs admitted (per-host quota)")
+    # The server address last connected to: hosts sharing one are one server to be polite to.
+    address = models.GenericIPAddressField(null=True, blank=True, unpack_ipv4=True)
+    response_time = models.FloatField(
+        null=True, blank=True, help_text="running average of response times, seconds (adaptive delay)"
+    )
+    failures = models.SmallIntegerField(
+        default=0, help_text="network failures in a row; the circuit breaker pauses the host past a threshold"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        indexes = [models.Index(fields=["next_fetch_at"], name="host_next_fetch")]
+        indexes = [
+            models.Index(fields=["next_fetch_at"], name="host_next_fetch"),
+            models.Index(fields=["address"], name="host_address"),
+        ]
 
     def __str__(self):
         return self.origin
+
+
+class ServerAddress(models.Model):
+    """One server (IP address) several hosts may share: politeness per IP (virtual hosting).
+
+    Leased together with a host when CRAWLER_POLITENESS_SCOPE is "ip" or "both", so one
+    server never has two requests in flight, whatever names it answers to."""
+
+    address = models.GenericIPAddressField(unique=True, unpack_ipv4=True)
+    next_fetch_at = models.DateTimeField(default=timezone.now)
+    lease_owner = models.CharField(max_length=80, blank=True, default="")
+    leased_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "server address"
+
+    def __str__(self):
+        return self.address
 
 
 class UrlState(models.TextChoices):

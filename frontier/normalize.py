@@ -4,7 +4,9 @@ w3lib (Scrapy's URL helpers) makes the string safe ASCII: IDNA hosts, percent-en
 unsafe characters. On top we own the canonical form (RFC 3986 section 6.2.2):
 lowercase scheme and host, no default port, no fragment, dot-segments removed, escapes in
 uppercase hex, escapes of unreserved characters decoded, empty path -> "/".
-Query strings keep their order: many sites give parameter order meaning.
+Query strings keep their order: many sites give parameter order meaning. Session ids
+(`;jsessionid=…` path parameters, PHPSESSID/sid/… query parameters) are dropped: they make
+one page look like endless different URLs (a classic crawler trap).
 """
 
 import functools
@@ -20,6 +22,9 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 _ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 _HOST_OK = re.compile(r"^[a-z0-9._-]+$")
+_SESSION_PATH_PARAM = re.compile(r";(?:jsessionid|phpsessid|sid|sessionid)=[^/?;]*", re.I)
+SESSION_QUERY_PARAMS = frozenset({"jsessionid", "phpsessid", "sid", "sessionid", "session_id", "aspsessionid",
+                                  "cfid", "cftoken", "zenid", "osCsid".lower()})
 
 
 class InvalidUrl(ValueError):
@@ -126,6 +131,13 @@ def _normalize(url: str, base: str | None) -> NormalUrl:
     if port == DEFAULT_PORTS[scheme]:
         port = None
     netloc = host + (f":{port}" if port else "")
-    path = remove_dot_segments(_fix_escapes(parts.path or "/"))
-    query = _fix_escapes(parts.query)
+    path = remove_dot_segments(_fix_escapes(_SESSION_PATH_PARAM.sub("", parts.path) or "/"))
+    query = _fix_escapes(_without_session_ids(parts.query))
     return NormalUrl(urlunsplit((scheme, netloc, path, query, "")), scheme, host, port)
+
+
+def _without_session_ids(query: str) -> str:
+    if not query:
+        return query
+    kept = [p for p in query.split("&") if p.split("=", 1)[0].lower() not in SESSION_QUERY_PARAMS]
+    return "&".join(kept)

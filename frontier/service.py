@@ -18,9 +18,10 @@ from django.db.models import Count, Exists, F, OuterRef, Q
 from django.db.models.functions import Least
 from django.utils import timezone
 
+from . import politeness
 from .filters import rejection_reason
 from .limits import current_limits
-from .models import DeadLetter, Host, Seed, Url, UrlState
+from .models import DeadLetter, Host, Seed, ServerAddress, Url, UrlState
 from .normalize import InvalidUrl, normalize
 from .outcomes import FetchReport, next_state
 
@@ -55,6 +56,7 @@ class Lease:
     token: str
     origin: str
     url_ids: list[int]
+    address: str = ""  # the server address leased with the host ("" = not known yet)
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,9 @@ class HostView:
     robots_error: str  # why robots.txt gave no verdict (5xx, network, refused address)
     robots_fetched_at: datetime | None
     robots_expires_at: datetime | None
+    address: str = ""
+    response_time: float | None = None
+    failures: int = 0
 
 
 def add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
@@ -166,10 +171,6 @@ def add_seeds(urls: list[str]) -> AdmitResult:
     return result
 
 
-def _effective_delay(crawl_delay: float | None) -> float:
-    return settings.CRAWLER_DEFAULT_DELAY if crawl_delay is None else crawl_delay
-
-
 def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
     """Lease up to max_hosts hosts whose politeness time has passed and that have due URLs.
 
@@ -186,33 +187,52 @@ def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
     free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
     due = Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED, next_fetch_at__lte=now)
     token = f"{owner}:{uuid.uuid4().hex[:12]}"
+    lease_seconds = settings.CRAWLER_LEASE_SECONDS
     with transaction.atomic():
         ready = Host.objects.filter(free, next_fetch_at__lte=now).filter(Exists(due))
+        if politeness.per_address():
+            busy = ServerAddress.objects.filter(address=OuterRef("address")).filter(
+                Q(leased_until__gt=now) | Q(next_fetch_at__gt=now))
+            ready = ready.exclude(Exists(busy))
         if connection.features.has_select_for_update_skip_locked:
             ready = ready.select_for_update(skip_locked=True)
-        ids = list(ready.order_by("next_fetch_at").values_list("id", flat=True)[:max_hosts])
-        if not ids:
+        candidates = list(ready.order_by("next_fetch_at").values_list("id", "address")[:max_hosts])
+        if politeness.per_address():
+            candidates = _one_host_per_address(candidates, token, now, lease_seconds)
+        if not candidates:
             return []
-        Host.objects.filter(free, id__in=ids).update(
-            lease_owner=token, leased_until=now + timedelta(seconds=settings.CRAWLER_LEASE_SECONDS)
+        Host.objects.filter(free, id__in=[c[0] for c in candidates]).update(
+            lease_owner=token, leased_until=now + timedelta(seconds=lease_seconds)
         )
-    hosts = list(Host.objects.filter(id__in=ids, lease_owner=token).values_list("id", "origin", "crawl_delay"))
-    if not hosts:
-        return []
-    url_ids = _best_urls({h[0]: _batch_size(h[2]) for h in hosts}, now)
+    addresses = dict(candidates)
+    hosts = list(Host.objects.filter(id__in=list(addresses), lease_owner=token)
+                 .values_list("id", "origin", "crawl_delay", "response_time"))
+    url_ids = _best_urls({h[0]: _batch_size(h[2], h[3]) for h in hosts}, now)
     leases = []
-    for host_id, origin, _ in hosts:
+    for host_id, origin, _, _ in hosts:
         ids_for_host = url_ids.get(host_id, [])
         if ids_for_host:
-            leases.append(Lease(host_id, token, origin, ids_for_host))
+            leases.append(Lease(host_id, token, origin, ids_for_host, addresses[host_id] or ""))
         else:  # its URLs were taken meanwhile
-            release_host(host_id, token, None)
+            release_host(host_id, token, None, leased_address=addresses[host_id] or "")
     return leases
 
 
-def _batch_size(crawl_delay: float | None) -> int:
+def _one_host_per_address(candidates: list[tuple[int, str | None]], token: str, now: datetime,
+                          lease_seconds: float) -> list[tuple[int, str | None]]:
+    """Keep hosts whose address is unknown, and one host per address this round could lease."""
+    first_per_address = {}
+    for host_id, address in candidates:
+        if address:
+            first_per_address.setdefault(address, host_id)
+    claimed = politeness.claim_addresses(list(first_per_address), token, now, lease_seconds)
+    return [(h, a) for h, a in candidates if not a or (a in claimed and first_per_address[a] == h)]
+
+
+def _batch_size(crawl_delay: float | None, response_time: float | None) -> int:
     # With a delay, one request per lease: the wait lives in the host row, not in a worker.
-    return settings.CRAWLER_HOST_BATCH_SIZE if _effective_delay(crawl_delay) == 0 else 1
+    delay = politeness.delay_for(crawl_delay, response_time)
+    return settings.CRAWLER_HOST_BATCH_SIZE if delay == 0 else 1
 
 
 def _best_urls(limits: dict[int, int], now: datetime) -> dict[int, list[int]]:
@@ -250,19 +270,46 @@ def begin_lease(host_id: int, token: str) -> HostView | None:
     row = Host.objects.get(id=host_id)
     return HostView(
         row.id, row.origin, row.crawl_delay, row.robots_status, row.robots_body, row.robots_error,
-        row.robots_fetched_at, row.robots_expires_at,
+        row.robots_fetched_at, row.robots_expires_at, row.address or "", row.response_time, row.failures,
     )
 
 
-def release_host(host_id: int, token: str, next_fetch_at: datetime | None) -> bool:
+@dataclass(frozen=True)
+class HostUpdate:
+    """What a finished lease learned about its host and server."""
+
+    next_fetch_at: datetime  # the host's next allowed time (delay and any pause)
+    address: str = ""  # the address the requests went to ("" = none made)
+    address_next_at: datetime | None = None  # that address's next allowed time
+    response_time: float | None = None
+    failures: int = 0
+
+
+def release_host(host_id: int, token: str, next_fetch_at: datetime | None, *, leased_address: str = "",
+                 update: HostUpdate | None = None) -> bool:
+    """Give a leased host (and the address leased with it) back.
+
+    `update` carries what the lease measured; without it only the lease is cleared (and
+    next_fetch_at set, when given)."""
     changes = {"lease_owner": "", "leased_until": None}
+    if update is not None:
+        next_fetch_at = update.next_fetch_at
+        changes.update(response_time=update.response_time, failures=update.failures)
+        if update.address:
+            changes["address"] = update.address
     if next_fetch_at is not None:
         changes["next_fetch_at"] = next_fetch_at
-    return bool(Host.objects.filter(id=host_id, lease_owner=token).update(**changes))
+    released = bool(Host.objects.filter(id=host_id, lease_owner=token).update(**changes))
+    address_next_at = update.address_next_at if update is not None else None
+    if leased_address:
+        politeness.release_address(leased_address, token, address_next_at)
+    if update is not None and update.address and update.address != leased_address and address_next_at:
+        politeness.push_address(update.address, address_next_at)  # first contact, or the host moved
+    return released
 
 
 def host_delay(host: HostView) -> float:
-    return _effective_delay(host.crawl_delay)
+    return politeness.delay_for(host.crawl_delay, host.response_time)
 
 
 def save_robots(host_id: int, status: int | None, body: str, crawl_delay: float | None,

@@ -80,7 +80,7 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
     text = body.decode(choose_encoding(body, http_charset), errors="replace")
     # lxml rejects str input with an XML declaration naming an encoding; it carries no
     # information once decoded.
-    text = _XML_DECLARATION.sub("", text, count=1)
+    text = _XML_DECLARATION.sub("", text, count=1).replace("\x00", "")  # lxml and PostgreSQL refuse NUL
     if not text.strip():
         return page
     try:

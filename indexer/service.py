@@ -10,6 +10,7 @@ indexed, so a page served under several URLs is found once.
 """
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -47,11 +48,22 @@ def content_hash(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
 
+# WHATWG MIME Sniffing's "binary data bytes": no HTML page contains them, a JPEG or a
+# zip served as text/html nearly always does within its first bytes.
+_BINARY_BYTES = re.compile(rb"[\x00-\x08\x0b\x0e-\x1a\x1c-\x1f]")
+_TEXT_BOMS = (b"\xfe\xff", b"\xff\xfe", b"\xef\xbb\xbf")
+
+
+def looks_binary(body: bytes) -> bool:
+    head = body[:1024]
+    return not head.startswith(_TEXT_BOMS) and _BINARY_BYTES.search(head) is not None
+
+
 def prepare_page(url_id: int, url: str, status: int, content_type: str, charset: str | None,
                  body: bytes) -> PreparedPage:
     """Hash and parse one response; no database access."""
     parsed = None
-    if content_type in HTML_TYPES:
+    if content_type in HTML_TYPES and not looks_binary(body):
         parsed = parse_html(
             body, url, charset,
             max_links=settings.CRAWLER_MAX_LINKS_PER_PAGE, max_chars=settings.CRAWLER_MAX_INDEX_CHARS,

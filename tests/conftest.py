@@ -28,11 +28,15 @@ def forget_limits():
 
 @pytest.fixture(autouse=True)
 def crawler_test_settings(settings):
+    from fetch import dns
+
     for name, value in TEST_SETTINGS.items():
         setattr(settings, name, value)
     forget_limits()
+    dns.clear()  # tests fake DNS answers; none may leak into the next test
     yield
     forget_limits()
+    dns.clear()
 
 
 @pytest.fixture(scope="module")

@@ -45,6 +45,7 @@ def robots_503(settings):
     settings.CRAWLER_RETRY_BASE_DELAY = 0.01  # far shorter than the robots retry on purpose
     settings.CRAWLER_MAX_ATTEMPTS = 3
     settings.CRAWLER_DEFAULT_DELAY = 0
+    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0  # both URLs in one lease
     srv, hits, origin = serve(503)
     yield hits, origin
     srv.shutdown()

@@ -1,0 +1,302 @@
+"""The hostile web: a test server beside the sample web whose every path is a named way
+for a server to misbehave. The robustness tests crawl it and check that each case ends in
+a recorded, bounded outcome (docs/robustness.md lists case -> outcome -> test).
+
+Why raw sockets on threads, not the sample web's asyncio server: these responses break
+HTTP on purpose (bad status lines, endless headers, resets mid-body), which a real HTTP
+server library refuses to produce.
+
+Every misbehaviour is bounded on the server side too (at most MAX_SECONDS or MAX_BYTES
+per response), so a crawler bug shows up as a failed test, never as a hung one.
+
+Hosts: each persona listens on its own port of 127.0.0.1 (an origin per persona), because
+robots.txt misbehaviour is per host.
+"""
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import socket
+import socketserver
+import struct
+import threading
+import time
+import zlib
+
+MAX_SECONDS = 60.0
+MAX_BYTES = 512 << 20
+BOMB_BYTES = 256 << 20  # decompressed size of each compression bomb
+HUGE_ROBOTS_BYTES = 700 * 1024  # > the 500 KiB RFC 9309 asks crawlers to read
+MANY_LINKS = 100_000
+DEEP_NESTING = 20_000
+TRAP_VARIANTS = 2_000
+
+# persona -> what its robots.txt does (pages on every persona behave the same)
+PERSONAS = ("main", "robots_huge", "robots_503", "robots_404", "robots_redirect", "robots_garbage",
+            "robots_huge_delay", "trap")
+
+# path on the main persona -> what it does. The tests hold the expected outcomes.
+PAGE_CASES = {
+    "/ok": "a plain page (the worker keeps going after every hostile one)",
+    "/big-length": "body larger than the cap, with Content-Length",
+    "/big-no-length": "body larger than the cap, no Content-Length (ends at close)",
+    "/endless-chunked": "chunked body that never ends",
+    "/bomb-gzip": f"gzip bomb: {BOMB_BYTES >> 20} MiB of zeros compressed",
+    "/bomb-deflate": "deflate bomb, same size",
+    "/bomb-br": "brotli bomb, same size",
+    "/slow-drip": "one byte every 0.2 s, never finishing",
+    "/huge-header": "one 200 KB header line",
+    "/endless-headers": "header lines forever",
+    "/bad-status": "a malformed status line",
+    "/reset-mid-body": "TCP reset half-way through the promised body",
+    "/loop/a": "redirect loop a -> b -> a",
+    "/chain/0": "redirect chain /chain/0 -> /chain/1 -> ... -> /chain/9",
+    "/redirect-ftp": "redirect to ftp://",
+    "/redirect-javascript": "redirect to javascript:",
+    "/lying-charset": "says UTF-8, sends windows-1252",
+    "/no-charset": "no charset in the header, <meta charset=iso-8859-1> in the page",
+    "/invalid-utf8": "says UTF-8, sends invalid UTF-8 sequences",
+    "/binary-as-html": "random bytes served as text/html",
+    "/deep-nesting": f"{DEEP_NESTING} nested <div>s",
+    "/many-links": f"{MANY_LINKS} links on one page",
+    "/odd-links": "links to IDN hosts, credentials, an over-long URL, session ids, repeated segments",
+}
+
+
+def _html(title: str, body: str = "") -> bytes:
+    return (f"<!DOCTYPE html><html><head><title>{title}</title></head>"
+            f"<body><h1>{title}</h1>{body}</body></html>").encode()
+
+
+@functools.lru_cache(maxsize=None)
+def _bomb(encoding: str) -> bytes:
+    zeros = b"\0" * (1 << 20)
+    if encoding == "br":
+        import brotli
+        compressor = brotli.Compressor(quality=5)
+        return b"".join([compressor.process(zeros) for _ in range(BOMB_BYTES >> 20)] + [compressor.finish()])
+    # gzip: wbits 31 adds the gzip header; deflate (HTTP's name for zlib format): wbits 15
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31 if encoding == "gzip" else 15)
+    return b"".join([compressor.compress(zeros) for _ in range(BOMB_BYTES >> 20)] + [compressor.flush()])
+
+
+def odd_links(base: str, trap_base: str) -> dict[str, str]:
+    """The links on /odd-links, named; the tests look each one up."""
+    port = base.rsplit(":", 1)[1]
+    return {
+        "idn": "http://bücher.example/",
+        "credentials": f"http://user:secret@127.0.0.1:{port}/creds",
+        "too_long": f"{base}/long/{'x' * 5000}",
+        "session_query": f"{base}/ok?PHPSESSID=0123456789abcdef&page=2",
+        "session_path": f"{base}/ok;jsessionid=ABCDEF0123456789?page=2",
+        "repeated_segments": f"{base}/a/b/a/b/a/b/a/b/",
+        "calendar": f"{trap_base}/calendar?day=1",
+    }
+
+
+class _Handler(socketserver.BaseRequestHandler):
+    server: "_Server"
+
+    def handle(self):
+        self.request.settimeout(10)
+        started = time.monotonic()
+        buffer = b""
+        while time.monotonic() - started < MAX_SECONDS:  # keep-alive: one request after another
+            while b"\r\n\r\n" not in buffer:
+                try:
+                    data = self.request.recv(65536)
+                except OSError:
+                    return
+                if not data or len(buffer) > 65536:
+                    return
+                buffer += data
+            head, _, buffer = buffer.partition(b"\r\n\r\n")
+            parts = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
+            path = parts[1] if len(parts) == 3 else "/"
+            self.server.log.append((self.server.persona, path))
+            try:
+                keep = self.respond(path)
+            except OSError:
+                return
+            if not keep:
+                return
+
+    # --- helpers -------------------------------------------------------------------------
+    def send(self, status: int, body: bytes = b"", headers=(), reason: str = "OK") -> bool:
+        head = [f"HTTP/1.1 {status} {reason}", f"Content-Length: {len(body)}"]
+        head += [f"{name}: {value}" for name, value in headers]
+        self.request.sendall(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body)
+        return True
+
+    def page(self, body: bytes, content_type: str = "text/html; charset=utf-8", headers=()) -> bool:
+        return self.send(200, body, [("Content-Type", content_type), *headers])
+
+    def redirect(self, location: str) -> bool:
+        return self.send(301, b"", [("Location", location)], reason="Moved Permanently")
+
+    def drip(self, data_iter) -> None:
+        """Write chunks until the client leaves or the server-side bound is reached."""
+        started, sent = time.monotonic(), 0
+        for chunk in data_iter:
+            if time.monotonic() - started > MAX_SECONDS or sent > MAX_BYTES:
+                break
+            try:
+                self.request.sendall(chunk)
+            except OSError:
+                break
+            sent += len(chunk)
+
+    # --- the cases -----------------------------------------------------------------------
+    def respond(self, path: str) -> bool:
+        persona, base = self.server.persona, self.server.base
+        if path == "/robots.txt":
+            return self.robots(persona)
+        if path == "/other-robots.txt":
+            return self.page(b"User-agent: *\nDisallow: /blocked-by-other/\n", "text/plain")
+        if persona == "trap" and path.startswith("/calendar"):
+            day = int(path.rsplit("=", 1)[1]) if "=" in path else 1
+            links = "".join(f'<a href="/calendar?day={day + n}">day {day + n}</a>' for n in range(1, TRAP_VARIANTS))
+            return self.page(_html(f"Day {day}", links))
+        if path.startswith(("/ok", "/late/", "/early/", "/blocked-by-other/", "/fine/")):
+            return self.page(_html(f"fine page {path}"))
+        if path == "/big-length":
+            return self.page(b"<html><body>" + b"a" * (self.server.big_bytes - 26) + b"</body></html>")
+        if path == "/big-no-length":
+            self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n")
+            self.drip(b"b" * 65536 for _ in range(self.server.big_bytes // 65536 + 1))
+            return False
+        if path == "/endless-chunked":
+            self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n")
+            chunk = b"%x\r\n%s\r\n" % (65536, b"c" * 65536)
+            self.drip(iter(lambda: chunk, None))
+            return False
+        if path.startswith("/bomb-"):
+            encoding = path.removeprefix("/bomb-")
+            return self.page(_bomb(encoding), "text/html", [("Content-Encoding", encoding)])
+        if path == "/slow-drip":
+            self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n")
+            self.drip(_slowly(b"d", 0.2))
+            return False
+        if path == "/huge-header":
+            return self.send(200, _html("huge header"), [("Content-Type", "text/html"), ("X-Huge", "h" * 200_000)])
+        if path == "/endless-headers":
+            self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n")
+            self.drip(b"X-Header-%d: value\r\n" % n for n in range(1_000_000))
+            return False
+        if path == "/bad-status":
+            self.request.sendall(b"HTTP/1.1 two-hundred Fine\r\nContent-Length: 0\r\n\r\n")
+            return False
+        if path == "/reset-mid-body":
+            self.request.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 100000\r\n\r\n"
+                                 + b"<html><body>" + b"r" * 20_000)
+            # SO_LINGER with a zero timeout makes close() send RST instead of FIN
+            self.request.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            return False
+        if path == "/loop/a":
+            return self.redirect(f"{base}/loop/b")
+        if path == "/loop/b":
+            return self.redirect(f"{base}/loop/a")
+        if path.startswith("/chain/"):
+            n = int(path.rsplit("/", 1)[1])
+            return self.redirect(f"{base}/chain/{n + 1}") if n < 9 else self.page(_html("end of chain"))
+        if path == "/redirect-ftp":
+            return self.redirect("ftp://127.0.0.1/file.txt")
+        if path == "/redirect-javascript":
+            return self.redirect("javascript:alert(1)")
+        if path == "/lying-charset":
+            body = _html("Caf\u00e9 lying", "<p>na\u00efve caf\u00e9</p>").decode().encode("cp1252")
+            return self.page(body)  # the header says UTF-8
+        if path == "/no-charset":
+            body = ('<html><head><meta charset="iso-8859-1"><title>Gr\u00fc\u00dfe</title></head>'
+                    "<body><p>Stra\u00dfe</p></body></html>").encode("iso-8859-1")
+            return self.page(body, "text/html")
+        if path == "/invalid-utf8":
+            return self.page(b"<html><head><title>bad \xff\xfe bytes</title></head>"
+                             b"<body>ok \xc3\x28 text</body></html>")
+        if path == "/binary-as-html":
+            return self.page(os.urandom(8192) + b"\x00" * 64, "text/html")
+        if path == "/deep-nesting":
+            return self.page(b"<html><body>" + b"<div>" * DEEP_NESTING + b"deep words" + b"</div>" * DEEP_NESTING
+                             + b"</body></html>")
+        if path == "/many-links":
+            links = "".join(f'<a href="/fine/{n}">{n}</a>' for n in range(MANY_LINKS))
+            return self.page(_html("many links", links))
+        if path == "/odd-links":
+            links = "".join(f'<a href="{href}">{name}</a>'
+                            for name, href in odd_links(base, self.server.peers["trap"]).items())
+            return self.page(_html("odd links", links))
+        return self.send(404, _html("not found"), [("Content-Type", "text/html")], reason="Not Found")
+
+    def robots(self, persona: str) -> bool:
+        if persona == "robots_huge":
+            filler = b"# padding\n" * (HUGE_ROBOTS_BYTES // 10)
+            body = b"User-agent: *\nDisallow: /early/\n" + filler + b"Disallow: /late/\n"
+            return self.page(body, "text/plain")
+        if persona == "robots_503":
+            return self.send(503, b"down", [("Content-Type", "text/plain")], reason="Service Unavailable")
+        if persona == "robots_404":
+            return self.send(404, b"none", [("Content-Type", "text/plain")], reason="Not Found")
+        if persona == "robots_redirect":  # to another host (the main persona), RFC 9309 2.3.1.2
+            return self.redirect(f"{self.server.peers['main']}/other-robots.txt")
+        if persona == "robots_garbage":
+            return self.page(os.urandom(4096), "text/plain")
+        if persona == "robots_huge_delay":
+            return self.page(b"User-agent: *\nCrawl-delay: 99999999\nDisallow:\n", "text/plain")
+        return self.page(b"User-agent: *\nDisallow: /private/\n", "text/plain")
+
+
+def _slowly(byte: bytes, interval: float):
+    while True:
+        yield byte
+        time.sleep(interval)
+
+
+class _Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def handle_error(self, request, client_address):
+        pass  # clients hang up on purpose here
+
+
+class HostileWeb:
+    """The running personas: .base[persona] is its origin, .log the (persona, path) requests."""
+
+    def __init__(self, big_bytes: int):
+        self.base: dict[str, str] = {}
+        self.log: list[tuple[str, str]] = []
+        self._servers = []
+        for persona in PERSONAS:
+            server = _Server(("127.0.0.1", 0), _Handler)
+            server.persona, server.log, server.big_bytes = persona, self.log, big_bytes
+            server.peers = self.base
+            server.base = f"http://127.0.0.1:{server.server_address[1]}"
+            self.base[persona] = server.base
+            self._servers.append(server)
+
+    def url(self, path: str, persona: str = "main") -> str:
+        return self.base[persona] + path
+
+    def requests_for(self, path: str, persona: str = "main") -> int:
+        return sum(1 for p, q in self.log if p == persona and q == path)
+
+    def start(self):
+        for server in self._servers:
+            threading.Thread(target=server.serve_forever, daemon=True, kwargs={"poll_interval": 0.1}).start()
+
+    def stop(self):
+        for server in self._servers:
+            server.shutdown()
+            server.server_close()
+
+
+@contextlib.contextmanager
+def hostile_web(big_bytes: int = 2 << 20):
+    """Start every persona on loopback; big_bytes should exceed the crawler's body cap."""
+    web = HostileWeb(big_bytes)
+    web.start()
+    try:
+        yield web
+    finally:
+        web.stop()
