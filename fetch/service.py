@@ -113,6 +113,9 @@ def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> Co
     tally = _Tally()
     host_pause = 0.0  # extra wait: Retry-After, a failed resolver, the circuit breaker
     batch = BatchResult()
+    # Tripped breaker: this lease is a probe. If the host still fails, its URLs are not
+    # charged (they wait for the host to come back, however long the pauses grow).
+    probing = host.failures >= settings.CRAWLER_HOST_FAILURE_THRESHOLD
     try:
         refreshed = robots.needs_fetch(host)
         if refreshed:
@@ -124,21 +127,26 @@ def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> Co
             # really was tried, so a cached failure cannot burn its retries (nor can a
             # resolver that is down: that is nobody's fault).
             host_pause = max(0.0, (host.robots_expires_at - timezone.now()).total_seconds())
-            if (refreshed and host.robots_error != "dns_unavailable") or host.robots_error == "blocked_address":
+            network_down = host.robots_error == "dns_unavailable" or (probing and host.robots_error in NETWORK_FAILURES)
+            if (refreshed and not network_down) or host.robots_error == "blocked_address":
                 failure = _robots_failure(host.robots_error)
                 for url_id, _, _, _, attempts in frontier.queued_urls(url_ids):
                     batch.reports.append((FetchReport(url_id, error=failure), attempts))
         else:
             policy = robots.policy_for(host)
-            delay = frontier.host_delay(host)
             for url_id, url, depth, hops, attempts in frontier.queued_urls(url_ids):
                 if not policy.allows(url):
                     batch.reports.append((FetchReport(url_id, robots_blocked=True), attempts))
                     continue
+                # The delay as measured so far: a server found slow mid-batch is left alone.
+                delay = politeness.delay_for(
+                    host.crawl_delay, politeness.running_response_time(host.response_time, tally.elapsed))
                 if tally.requests and (delay > 0 or _lease_running_out(started)):
                     break  # the rest waits for the host's next turn
                 result, pause = fetch_one(batch, url_id, url, depth, hops, attempts)
                 tally.saw(result)
+                if probing and result.error in NETWORK_FAILURES:
+                    batch.reports.pop()  # still down: the URL waits, uncharged
                 if result.error == "dns_unavailable":
                     host_pause = max(host_pause, settings.CRAWLER_DNS_NEGATIVE_SECONDS)
                     break
@@ -193,9 +201,12 @@ def commit_batch(collected: CollectedBatch) -> int:
 
 
 def _robots_failure(robots_error: str) -> str:
-    # A refused address is final (the page would be refused too); anything else is
-    # "robots.txt unavailable": retried later, as RFC 9309 asks.
-    return "blocked_address" if robots_error == "blocked_address" else "robots_unavailable"
+    # A refused address is final (the page would be refused too); a network failure keeps
+    # its name (the admin sees "dns", not a vague "robots"); anything else is "robots.txt
+    # unavailable". All but the first are retried later, as RFC 9309 asks.
+    if robots_error in ("blocked_address", "dns", "connection", "timeout"):
+        return robots_error
+    return "robots_unavailable"
 
 
 def fetch_one(batch: BatchResult, url_id: int, url: str, depth: int, hops: int,

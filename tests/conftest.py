@@ -55,3 +55,12 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "postgres" in item.keywords:
             item.add_marker(skip)
+
+
+
+@pytest.fixture
+def fake_dns(monkeypatch):
+    """DNS is the internet's part: see crawl_helpers.install_fake_dns."""
+    from .crawl_helpers import install_fake_dns
+
+    return install_fake_dns(monkeypatch)

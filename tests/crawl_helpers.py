@@ -2,6 +2,8 @@
 every complete, polite crawl must pass (judged from the sample web's own request log)."""
 
 import contextlib
+import ipaddress
+import socket
 
 from bench.sampleweb import WebConfig, audit_log, run_server
 from frontier.models import Url
@@ -42,3 +44,34 @@ def assert_complete_and_polite(web, report, *, allow_duplicates=False):
     assert not Url.objects.filter(state="queued").exists()
     recorded = set(Url.objects.exclude(last_fetched_at=None).values_list("url", flat=True))
     assert recorded == truth
+
+
+class FakeDns(dict):
+    """name -> IP address; `asked` lists the names looked up."""
+
+    asked: list[str]
+
+
+def install_fake_dns(monkeypatch) -> FakeDns:
+    """Names resolve only through the returned dict; any other name fails as a
+    non-existent domain, so no DNS query ever leaves the machine. IP literals and
+    localhost still go to the real resolver."""
+    real = socket.getaddrinfo
+    names = FakeDns()
+    names.asked = []
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        text = host.decode() if isinstance(host, bytes) else str(host)
+        if text in names:
+            names.asked.append(text)
+            return real(names[text], port, *args, **kwargs)
+        try:
+            ipaddress.ip_address(text.strip("[]"))
+        except ValueError:
+            if text != "localhost":
+                names.asked.append(text)
+                raise socket.gaierror(socket.EAI_NONAME, "Name or service not known") from None
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return names

@@ -34,7 +34,8 @@ TRAP_VARIANTS = 2_000
 
 # persona -> what its robots.txt does (pages on every persona behave the same)
 PERSONAS = ("main", "robots_huge", "robots_503", "robots_404", "robots_redirect", "robots_garbage",
-            "robots_huge_delay", "trap")
+            "robots_huge_delay", "trap", "slow")
+SLOW_SECONDS = 0.3  # every response of the "slow" persona takes this long
 
 # path on the main persona -> what it does. The tests hold the expected outcomes.
 PAGE_CASES = {
@@ -61,7 +62,11 @@ PAGE_CASES = {
     "/deep-nesting": f"{DEEP_NESTING} nested <div>s",
     "/many-links": f"{MANY_LINKS} links on one page",
     "/odd-links": "links to IDN hosts, credentials, an over-long URL, session ids, repeated segments",
+    "/ssrf-links": "links to PostgreSQL and Redis on loopback, by address and by a name that resolves there",
+    "/redirect-postgres": "redirect to PostgreSQL's port on loopback",
 }
+
+SSRF_TARGETS = ("http://127.0.0.1:5432/", "http://127.0.0.1:6379/", "http://db.internal.example:6379/")
 
 
 def _html(title: str, body: str = "") -> bytes:
@@ -114,11 +119,15 @@ class _Handler(socketserver.BaseRequestHandler):
             head, _, buffer = buffer.partition(b"\r\n\r\n")
             parts = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ")
             path = parts[1] if len(parts) == 3 else "/"
-            self.server.log.append((self.server.persona, path))
+            request_started = time.time()
             try:
+                if self.server.persona == "slow":
+                    time.sleep(SLOW_SECONDS)
                 keep = self.respond(path)
             except OSError:
                 return
+            finally:
+                self.server.log.append((self.server.persona, path, request_started, time.time()))
             if not keep:
                 return
 
@@ -159,7 +168,7 @@ class _Handler(socketserver.BaseRequestHandler):
             links = "".join(f'<a href="/calendar?day={day + n}">day {day + n}</a>' for n in range(1, TRAP_VARIANTS))
             return self.page(_html(f"Day {day}", links))
         if path.startswith(("/ok", "/late/", "/early/", "/blocked-by-other/", "/fine/")):
-            return self.page(_html(f"fine page {path}"))
+            return self.page(_html(f"fine page {path} of {persona}"))
         if path == "/big-length":
             return self.page(b"<html><body>" + b"a" * (self.server.big_bytes - 26) + b"</body></html>")
         if path == "/big-no-length":
@@ -222,6 +231,10 @@ class _Handler(socketserver.BaseRequestHandler):
         if path == "/many-links":
             links = "".join(f'<a href="/fine/{n}">{n}</a>' for n in range(MANY_LINKS))
             return self.page(_html("many links", links))
+        if path == "/ssrf-links":
+            return self.page(_html("ssrf", "".join(f'<a href="{href}">x</a>' for href in SSRF_TARGETS)))
+        if path == "/redirect-postgres":
+            return self.redirect("http://127.0.0.1:5432/from-redirect")
         if path == "/odd-links":
             links = "".join(f'<a href="{href}">{name}</a>'
                             for name, href in odd_links(base, self.server.peers["trap"]).items())
@@ -261,17 +274,18 @@ class _Server(socketserver.ThreadingTCPServer):
 
 
 class HostileWeb:
-    """The running personas: .base[persona] is its origin, .log the (persona, path) requests."""
+    """The running personas: .base[persona] is its origin, .log the requests as
+    (persona, path, started, ended) with time.time() stamps."""
 
-    def __init__(self, big_bytes: int):
+    def __init__(self, big_bytes: int, address: str):
         self.base: dict[str, str] = {}
         self.log: list[tuple[str, str]] = []
         self._servers = []
         for persona in PERSONAS:
-            server = _Server(("127.0.0.1", 0), _Handler)
+            server = _Server((address, 0), _Handler)
             server.persona, server.log, server.big_bytes = persona, self.log, big_bytes
             server.peers = self.base
-            server.base = f"http://127.0.0.1:{server.server_address[1]}"
+            server.base = f"http://{address}:{server.server_address[1]}"
             self.base[persona] = server.base
             self._servers.append(server)
 
@@ -279,7 +293,7 @@ class HostileWeb:
         return self.base[persona] + path
 
     def requests_for(self, path: str, persona: str = "main") -> int:
-        return sum(1 for p, q in self.log if p == persona and q == path)
+        return sum(1 for p, q, _, _ in self.log if p == persona and q == path)
 
     def start(self):
         for server in self._servers:
@@ -292,9 +306,9 @@ class HostileWeb:
 
 
 @contextlib.contextmanager
-def hostile_web(big_bytes: int = 2 << 20):
-    """Start every persona on loopback; big_bytes should exceed the crawler's body cap."""
-    web = HostileWeb(big_bytes)
+def hostile_web(big_bytes: int = 2 << 20, address: str = "127.0.0.1"):
+    """Start every persona on a loopback address; big_bytes should exceed the crawler's body cap."""
+    web = HostileWeb(big_bytes, address)
     web.start()
     try:
         yield web

@@ -1,0 +1,188 @@
+"""The hostile web (bench/sampleweb/hostile.py): every misbehaving response ends in a
+recorded, bounded outcome for its URL, the crawler keeps going, memory stays bounded.
+
+One embedded crawl over every case (module fixture), then one test per area reading what
+the frontier recorded. docs/robustness.md maps each case to its test here.
+"""
+
+import resource
+
+import pytest
+
+from bench.sampleweb.hostile import MANY_LINKS, PAGE_CASES, hostile_web, odd_links
+from fetch.embedded import run_crawl
+from frontier import service
+from frontier.models import DeadLetter, Host, Url
+from frontier.normalize import normalize
+from indexer.models import Document
+
+from .crawl_helpers import install_fake_dns
+
+pytestmark = [pytest.mark.crawl, pytest.mark.django_db]
+
+BODY_CAP = 4 << 20
+QUOTA = 100  # the calendar trap reaches 118 distinct days within the depth limit
+MAX_LINKS = 40
+
+# url path on the main persona -> (state, outcome) the frontier must record
+EXPECTED = {
+    "/ok": ("fetched", "indexed"),
+    "/big-length": ("failed", "too_large"),
+    "/big-no-length": ("failed", "too_large"),
+    "/endless-chunked": ("failed", "too_large"),
+    "/bomb-gzip": ("failed", "too_large"),
+    "/bomb-deflate": ("failed", "too_large"),
+    "/bomb-br": ("failed", "too_large"),
+    "/slow-drip": ("failed", "deadline"),
+    "/huge-header": ("failed", "protocol"),
+    "/endless-headers": ("failed", "protocol"),
+    "/bad-status": ("failed", "protocol"),
+    "/reset-mid-body": ("failed", "connection"),
+    "/loop/a": ("redirected", "redirect"),
+    "/loop/b": ("redirected", "redirect_known"),
+    "/chain/0": ("redirected", "redirect"),
+    "/chain/3": ("redirected", "redirect_refused:redirect_limit"),
+    "/redirect-ftp": ("redirected", "redirect_refused:scheme"),
+    "/redirect-javascript": ("redirected", "redirect_refused:scheme"),
+    "/lying-charset": ("fetched", "indexed"),
+    "/no-charset": ("fetched", "indexed"),
+    "/invalid-utf8": ("fetched", "indexed"),
+    "/binary-as-html": ("fetched", "not_html"),
+    "/deep-nesting": ("fetched", "indexed"),
+    "/many-links": ("fetched", "indexed"),
+    "/odd-links": ("fetched", "indexed"),
+}
+RETRIED = ("/slow-drip", "/huge-header", "/endless-headers", "/bad-status", "/reset-mid-body")
+
+
+@pytest.fixture(scope="module")
+def crawled(django_db_setup, django_db_blocker, module_test_settings):
+    """Crawl every case once; yields (web, run stats, peak-RSS growth in MiB)."""
+    from django.test import override_settings
+
+    overrides = dict(
+        CRAWLER_MAX_BODY_BYTES=BODY_CAP, CRAWLER_TOTAL_DEADLINE=2.0, CRAWLER_READ_TIMEOUT=5.0,
+        CRAWLER_MAX_ATTEMPTS=2, CRAWLER_RETRY_BASE_DELAY=0.2, CRAWLER_DEFAULT_DELAY=0.0,
+        CRAWLER_MAX_LINKS_PER_PAGE=MAX_LINKS, CRAWLER_MAX_URLS_PER_HOST=QUOTA, CRAWLER_MAX_CRAWL_DELAY=1.0,
+        CRAWLER_ROBOTS_ERROR_SECONDS=0.3, CRAWLER_POLITENESS_SCOPE="host", CRAWLER_DEPTH_LIMIT=3,
+    )
+    with django_db_blocker.unblock(), override_settings(**overrides), pytest.MonkeyPatch.context() as mp:
+        install_fake_dns(mp)  # no name resolves (bücher.example): the internet's part
+        from django.core.management import call_command
+
+        call_command("flush", "--no-input")
+        with hostile_web(big_bytes=2 * BODY_CAP) as web:
+            service.add_seeds([web.url(path) for path in PAGE_CASES] + [
+                web.url("/early/1", "robots_huge"), web.url("/late/1", "robots_huge"),
+                web.url("/ok", "robots_503"), web.url("/ok", "robots_404"),
+                web.url("/ok", "robots_redirect"), web.url("/blocked-by-other/1", "robots_redirect"),
+                web.url("/ok", "robots_garbage"), web.url("/ok", "robots_huge_delay"),
+                web.url("/calendar?day=1", "trap"),
+            ])
+            before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            stats = run_crawl(threads=4, max_seconds=240)
+            growth_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+            yield web, stats, growth_mib
+        call_command("flush", "--no-input")
+
+
+def row(url):
+    return Url.objects.get(url=normalize(url).url)
+
+
+def test_every_case_ends_in_its_recorded_outcome(crawled):
+    web, stats, _ = crawled
+    recorded = {path: (row(web.url(path)).state, row(web.url(path)).outcome) for path in EXPECTED}
+    assert recorded == EXPECTED
+
+
+def test_the_crawl_finishes_with_no_url_left_waiting_and_no_worker_error(crawled):
+    web, stats, _ = crawled
+    assert stats.errors == 0
+    assert not Url.objects.filter(state="queued").exists()
+    # every hostile response was followed by more work on the same host: /ok was fetched
+    assert web.requests_for("/ok") >= 1
+
+
+def test_memory_stays_bounded_despite_bombs_and_endless_bodies(crawled):
+    _, _, growth_mib = crawled
+    # Three 256 MiB compression bombs and endless bodies went through this process: any one
+    # of them inflated would add at least 256 MiB. What does grow is bounded by the caps
+    # (4 threads x CRAWLER_MAX_BODY_BYTES, and the parse tree of a 100,000-link page).
+    assert growth_mib < 256
+
+
+def test_transient_failures_are_retried_then_dead_lettered(crawled):
+    web, _, _ = crawled
+    for path in RETRIED:
+        url = row(web.url(path))
+        assert url.attempts == 2 and web.requests_for(path) == 2, path
+        assert DeadLetter.objects.filter(url=url).exists(), path
+    # permanent outcomes are not retried
+    assert web.requests_for("/bomb-gzip") == 1 and web.requests_for("/big-length") == 1
+
+
+def test_redirects_go_through_the_frontier_with_hop_cap_and_loop_detection(crawled):
+    web, _, _ = crawled
+    assert [web.requests_for(f"/chain/{n}") for n in range(6)] == [1, 1, 1, 1, 0, 0]
+    assert web.requests_for("/loop/a") == 1 and web.requests_for("/loop/b") == 1
+    assert not Url.objects.filter(url__startswith="ftp:").exists()
+
+
+def test_charsets_and_broken_bytes_become_text(crawled):
+    web, _, _ = crawled
+    docs = {d.address: d for d in Document.objects.all()}
+    assert docs[normalize(web.url("/no-charset")).url].title == "Grüße"
+    assert "\ufffd" in docs[normalize(web.url("/lying-charset")).url].title
+    assert docs[normalize(web.url("/invalid-utf8")).url].body.startswith("ok \ufffd")
+    assert normalize(web.url("/binary-as-html")).url not in docs  # not parsed, not indexed
+
+
+def test_deep_nesting_is_parsed_and_many_links_are_capped(crawled):
+    web, _, _ = crawled
+    many = row(web.url("/many-links"))
+    linked = Url.objects.filter(referrer_id=many.id).count()
+    assert 0 < linked <= MAX_LINKS < MANY_LINKS
+    assert Document.objects.filter(address=normalize(web.url("/deep-nesting")).url).exists()
+
+
+def test_robots_txt_misbehaviour(crawled):
+    web, _, _ = crawled
+    hosts = {h.origin: h for h in Host.objects.all()}
+    # larger than 500 KiB: the first 500 KiB are obeyed, the rest never read
+    assert row(web.url("/early/1", "robots_huge")).state == "robots_blocked"
+    assert row(web.url("/late/1", "robots_huge")).state == "fetched"
+    # 5xx: disallow all, retried later, the URL charged once per real robots.txt try
+    assert (row(web.url("/ok", "robots_503")).state, row(web.url("/ok", "robots_503")).outcome) == (
+        "failed", "robots_unavailable")
+    assert web.requests_for("/ok", "robots_503") == 0
+    # 4xx: allow all
+    assert row(web.url("/ok", "robots_404")).state == "fetched"
+    # a redirect to another host is followed, and that file is obeyed
+    assert row(web.url("/blocked-by-other/1", "robots_redirect")).state == "robots_blocked"
+    assert row(web.url("/ok", "robots_redirect")).state == "fetched"
+    # garbage bytes parse as no rules
+    assert row(web.url("/ok", "robots_garbage")).state == "fetched"
+    # an absurd Crawl-delay is capped by CRAWLER_MAX_CRAWL_DELAY
+    assert hosts[web.base["robots_huge_delay"]].crawl_delay == 1.0
+
+
+def test_odd_urls_are_normalized_or_refused(crawled):
+    web, _, _ = crawled
+    links = odd_links(web.base["main"], web.base["trap"])
+    idn = Url.objects.get(url="http://xn--bcher-kva.example/")  # IDNA, then DNS said no such name
+    assert (idn.state, idn.outcome) == ("failed", "dns")
+    assert not Url.objects.filter(url__contains="secret").exists()  # credentials refused
+    assert not Url.objects.filter(url__contains="x" * 3000).exists()  # too long
+    assert not Url.objects.filter(url__contains="/a/b/a/b/").exists()  # repeated segments
+    # both session-id variants are one URL without the id
+    session_free = normalize(links["session_query"]).url
+    assert session_free == normalize(links["session_path"]).url == web.url("/ok?page=2")
+    assert Url.objects.filter(url=session_free).count() == 1
+
+
+def test_calendar_trap_stops_at_the_per_host_quota(crawled):
+    web, _, _ = crawled
+    trap = Host.objects.get(origin=web.base["trap"])
+    assert Url.objects.filter(host=trap).count() == QUOTA
+    assert Url.objects.filter(host=trap).exclude(last_fetched_at=None).count() == QUOTA
