@@ -126,7 +126,8 @@ def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> Co
             # when robots.txt is tried again, and a URL is charged an attempt only when it
             # really was tried, so a cached failure cannot burn its retries (nor can a
             # resolver that is down: that is nobody's fault).
-            host_pause = max(0.0, (host.robots_expires_at - timezone.now()).total_seconds())
+            if host.robots_error != "blocked_address":  # a refused host costs no request: no wait
+                host_pause = max(0.0, (host.robots_expires_at - timezone.now()).total_seconds())
             network_down = host.robots_error == "dns_unavailable" or (probing and host.robots_error in NETWORK_FAILURES)
             if (refreshed and not network_down) or host.robots_error == "blocked_address":
                 failure = _robots_failure(host.robots_error)
