@@ -20,9 +20,23 @@ ROOT = Path(__file__).resolve().parent.parent
 
 @dataclass
 class Cluster:
+    env: dict = field(default_factory=dict)
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    commands: dict[str, list[str]] = field(default_factory=dict)
     cpu: dict[str, float] = field(default_factory=dict)  # filled in when stopped
     peak_rss: dict[str, float] = field(default_factory=dict)  # MB, filled in when stopped
+
+    def start(self, name: str, argv: list[str] | None = None) -> subprocess.Popen:
+        """Start (or, after it died, start again) the named process."""
+        argv = self.commands.setdefault(name, argv)
+        self.procs[name] = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL,
+                                            stderr=subprocess.PIPE)
+        return self.procs[name]
+
+    def kill(self, name: str) -> None:
+        """SIGKILL, the way a machine dies: no cleanup, no goodbye."""
+        self.procs[name].send_signal(signal.SIGKILL)
+        self.procs[name].wait(timeout=10)
 
     def check_alive(self, allow_killed: bool = True) -> None:
         for name, proc in self.procs.items():
@@ -38,16 +52,13 @@ def worker_name(i: int) -> str:
 
 @contextmanager
 def run_cluster(env: dict, workers: int = 2, dispatchers: int = 2, concurrency: int = 4):
-    cluster = Cluster()
+    cluster = Cluster(env=env)
     for i in range(workers):
-        cluster.procs[f"worker{i}"] = subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "crawlerweb", "worker", "-n", f"{worker_name(i)}@%h",
-             "--concurrency", str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        cluster.start(f"worker{i}", [
+            sys.executable, "-m", "celery", "-A", "crawlerweb", "worker", "-n", f"{worker_name(i)}@%h",
+            "--concurrency", str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle"])
     for i in range(dispatchers):
-        cluster.procs[f"dispatcher{i}"] = subprocess.Popen(
-            [sys.executable, "manage.py", "dispatch", "--name", f"d{i}"],
-            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        cluster.start(f"dispatcher{i}", [sys.executable, "manage.py", "dispatch", "--name", f"d{i}"])
     try:
         yield cluster
     finally:

@@ -156,20 +156,38 @@ LOGGING = {
 # --- Celery (distributed mode) ----------------------------------------------------------
 
 CELERY_BROKER_URL = envstr("CELERY_BROKER_URL", "redis://127.0.0.1:6379/0")
+# Every choice below is deliberate; docs/robustness.md explains each against failures.
+# Messages are hints, the database is the truth: a fetch message names a host lease. If a
+# worker dies holding one, the lease expires and a dispatcher hands the host out again, so a
+# lost message costs nothing. Early ack therefore; late ack would only add redeliveries of
+# stale leases (begin_lease refuses them, but each costs a round trip).
+CELERY_TASK_ACKS_LATE = False
+CELERY_TASK_REJECT_ON_WORKER_LOST = False  # meaningful only with late ack
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False  # idem
+# One message reserved per pool slot: a dying worker strands as little as possible.
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Redis: reserved-but-unacked messages of a dead worker come back after the visibility
+# timeout; by then their leases (CRAWLER_LEASE_SECONDS, far shorter) have expired and the
+# redelivered message is refused by its stale token. Short socket timeouts and a health
+# check make workers notice a restarted Redis quickly and reconnect.
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": 3600,
+    "socket_timeout": 10,
+    "socket_connect_timeout": 5,
+    "health_check_interval": 10,
+    "retry_on_timeout": True,
+}
+CELERY_BROKER_CONNECTION_RETRY = True
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # forever: a broker restart must not stop a worker
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Fetching is I/O-bound: threads keep many hosts in flight per process.
+CELERY_WORKER_POOL = envstr("CELERY_WORKER_POOL", "threads")
+CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 16, minimum=1)
+# CELERY_TASK_TIME_LIMIT is set from CRAWLER_LEASE_SECONDS at the end of this file.
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
-# Messages are hints, the database is the truth: a fetch message names a host lease. If a
-# worker dies holding one, the lease expires and a dispatcher hands the host out again, so a
-# lost message costs nothing and an early ack avoids Redis redelivering stale work an hour
-# later (the visibility timeout) on top of that.
-CELERY_TASK_ACKS_LATE = False
-CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-# Fetching is I/O-bound: threads keep many hosts in flight per process.
-CELERY_WORKER_POOL = envstr("CELERY_WORKER_POOL", "threads")
-CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 16, minimum=1)
-CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_WORKER_SEND_TASK_EVENTS = True
 CELERY_TASK_SEND_SENT_EVENT = True
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
@@ -264,3 +282,7 @@ CRAWLER_TOTAL_DEADLINE = envfloat("CRAWLER_TOTAL_DEADLINE", 30.0, minimum=0.5)
 CRAWLER_USER_AGENT = envstr(
     "CRAWLER_USER_AGENT", "crawlerweb/0.1 (+https://github.com/crawlerweb/crawlerweb)"
 )
+
+# Hard task time limit (prefork pool only; the threads pool cannot kill a thread). The real
+# bound is inside the task: no request starts that could outlive its lease.
+CELERY_TASK_TIME_LIMIT = int(CRAWLER_LEASE_SECONDS) + 60

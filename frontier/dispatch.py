@@ -24,9 +24,39 @@ def queue_for(origin: str, queues: int | None = None) -> str:
     return f"fetch.{zlib.crc32(origin.encode()) % (queues or settings.CRAWLER_FETCH_QUEUES)}"
 
 
+def fetch_queue_names() -> list[str]:
+    return [f"fetch.{i}" for i in range(settings.CRAWLER_FETCH_QUEUES)]
+
+
+def queued_messages(app) -> int:
+    """Messages waiting in all fetch queues (a few LLENs on Redis)."""
+    total = 0
+    with app.connection_for_write() as conn:
+        channel = conn.default_channel
+        for queue in fetch_queue_names():
+            try:
+                total += channel.queue_declare(queue=queue, passive=True).message_count
+            except conn.channel_errors:  # never declared yet: nothing in it
+                pass
+    return total
+
+
+def dispatch_room(app) -> int:
+    """Leases this round may send: back-pressure stops adding at 80% of
+    CRAWLER_MAX_QUEUED_MESSAGES (the frontier design seed's rule), so a slow or absent
+    consumer never makes the broker grow without bound. (Outstanding leases are capped too,
+    but an expired lease's message may still sit in a queue while its host is leased again.)"""
+    high_water = int(settings.CRAWLER_MAX_QUEUED_MESSAGES * 0.8)
+    return max(0, min(settings.CRAWLER_DISPATCH_BATCH, high_water - queued_messages(app)))
+
+
 def dispatch_once(name: str, app) -> int:
     """One round: lease and send. Returns the number of leases sent."""
-    leases = service.lease_ready_hosts(name, settings.CRAWLER_DISPATCH_BATCH)
+    room = dispatch_room(app)
+    if room == 0:
+        log.info("fetch queues at their high-water mark; not dispatching")
+        return 0
+    leases = service.lease_ready_hosts(name, room)
     sent = 0
     for lease in leases:
         try:

@@ -3,7 +3,10 @@ every complete, polite crawl must pass (judged from the sample web's own request
 
 import contextlib
 import ipaddress
+import os
 import socket
+
+from django.db import connection
 
 from bench.sampleweb import WebConfig, audit_log, run_server
 from frontier.models import Url
@@ -75,3 +78,22 @@ def install_fake_dns(monkeypatch) -> FakeDns:
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     return names
+
+
+BROKER = os.environ.get("CRAWLER_TEST_BROKER_URL", "redis://127.0.0.1:6379/14")
+
+
+def child_env(**extra) -> dict:
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        CELERY_BROKER_URL=BROKER,
+        CRAWLER_ALLOWED_NETWORKS="127.0.0.0/8",
+        CRAWLER_DEFAULT_DELAY=str(DEFAULT_DELAY),
+        CRAWLER_RETRY_BASE_DELAY="0.2",
+        CRAWLER_DEPTH_LIMIT=str(DEPTH_LIMIT),
+        CRAWLER_FETCH_QUEUES="4",
+    )
+    env.update({k: str(v) for k, v in extra.items()})
+    return env

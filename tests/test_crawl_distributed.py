@@ -2,7 +2,6 @@
 PostgreSQL and Redis, crawling the sample web over loopback. Also: SIGKILL a worker
 mid-crawl and see the crawl complete through lease expiry."""
 
-import os
 import signal
 import time
 from contextlib import contextmanager
@@ -17,28 +16,11 @@ from frontier import service
 from frontier.models import Url
 from indexer.backends import get_search_backend
 
-from .crawl_helpers import DEFAULT_DELAY, DEPTH_LIMIT, assert_complete_and_polite, audit, sample_web
+from .crawl_helpers import BROKER, assert_complete_and_polite, audit, child_env, sample_web
 
 pytestmark = [pytest.mark.crawl, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
-BROKER = os.environ.get("CRAWLER_TEST_BROKER_URL", "redis://127.0.0.1:6379/14")
 CRAWL_TIMEOUT = 180  # seconds; the crawl itself takes ~15 s here
-
-
-def child_env(**extra) -> dict:
-    db = connection.settings_dict
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
-        CELERY_BROKER_URL=BROKER,
-        CRAWLER_ALLOWED_NETWORKS="127.0.0.0/8",
-        CRAWLER_DEFAULT_DELAY=str(DEFAULT_DELAY),
-        CRAWLER_RETRY_BASE_DELAY="0.2",
-        CRAWLER_DEPTH_LIMIT=str(DEPTH_LIMIT),
-        CRAWLER_FETCH_QUEUES="4",
-    )
-    env.update({k: str(v) for k, v in extra.items()})
-    return env
 
 
 @contextmanager

@@ -67,7 +67,8 @@ def test_a_failed_resolver_pauses_its_host_without_charging_urls_or_stalling_oth
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
     with hostile_web() as web:
-        service.add_seeds(["http://down.example/a", "http://down.example/b"] + [web.url(f"/fine/{n}") for n in range(5)])
+        healthy = [web.url(f"/fine/{n}") for n in range(5)]
+        service.add_seeds(["http://down.example/a", "http://down.example/b", *healthy])
         run_crawl(threads=2, max_seconds=3)
     down = Host.objects.get(origin="http://down.example")
     assert down.robots_error == "dns_unavailable"

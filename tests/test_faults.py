@@ -1,0 +1,211 @@
+"""Failing infrastructure: kill or restart each part mid-crawl, and the crawl still
+finishes complete and polite (judged from the sample web's own log).
+
+Killed: a Celery worker (tests/test_crawl_distributed.py), a dispatcher, the embedded
+crawler. Restarted: Redis (a private redis-server, so other users of the machine's Redis
+are untouched). Cut: every PostgreSQL connection of the crawl. A URL may be fetched twice
+only when the process that fetched it died (or lost its database) before recording it:
+the lease expires and the URL is fetched again. Those duplicates are counted, reported
+and bounded by what could have been in flight.
+"""
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from django.conf import settings as django_settings
+from django.db import connection
+
+from bench.cluster import Cluster, run_cluster
+from bench.cluster import wait_until_done as wait_for_quiet
+from frontier import service
+from frontier.models import Url
+
+from .crawl_helpers import assert_complete_and_polite, audit, child_env, sample_web
+
+pytestmark = [pytest.mark.crawl, pytest.mark.django_db(transaction=True)]
+
+ROOT = Path(__file__).resolve().parent.parent
+CRAWL_TIMEOUT = 180
+LEASE = 3  # seconds: a dead process's hosts come back quickly
+BATCH = 4
+CONCURRENCY = 4
+
+
+def fetched_count() -> int:
+    return Url.objects.exclude(last_fetched_at=None).count()
+
+
+def duplicates(report) -> int:
+    """Extra fetches of a URL beyond the first (reported by the audit from the server log)."""
+    return sum(report["duplicate_fetches"].values()) - len(report["duplicate_fetches"])
+
+
+def report_duplicates(name: str, report) -> int:
+    extra = duplicates(report)
+    print(f"\n[{name}] ground-truth URLs: {len(report['fetched'])}, missing: {len(report['missing'])}, "
+          f"duplicate fetches: {extra}")
+    return extra
+
+
+def once_fetched(n: int, action):
+    """An on_progress hook that runs `action` once, when n URLs have been fetched."""
+    done = []
+
+    def hook():
+        if not done and fetched_count() >= n:
+            done.append(time.monotonic())
+            action()
+
+    hook.done = done
+    return hook
+
+
+@pytest.mark.postgres
+def test_a_killed_and_restarted_dispatcher_loses_nothing(tmp_path):
+    with sample_web(tmp_path) as web:
+        env = child_env(CRAWLER_LEASE_SECONDS=LEASE, CRAWLER_HOST_BATCH_SIZE=BATCH)
+        redis.Redis.from_url(env["CELERY_BROKER_URL"]).flushdb()
+        with run_cluster(env, workers=1, dispatchers=1, concurrency=CONCURRENCY) as running:
+            service.add_seeds(web.seeds)
+
+            def kill_and_restart():
+                running.kill("dispatcher0")
+                time.sleep(LEASE)  # nobody dispatches meanwhile; its leases expire
+                running.start("dispatcher0")
+
+            hook = once_fetched(30, kill_and_restart)
+            wait_for_quiet(service.has_pending_work, running, CRAWL_TIMEOUT, hook)
+            assert hook.done, "the crawl finished before the dispatcher could be killed"
+        connection.close()
+    report = audit(web)
+    assert_complete_and_polite(web, report, allow_duplicates=True)
+    # a dispatcher holds leases, not fetches: nothing it held had been fetched
+    assert report_duplicates("dispatcher killed", report) == 0
+
+
+def test_a_killed_embedded_crawler_continues_where_it_stopped(tmp_path):
+    db = connection.settings_dict
+    if connection.vendor == "postgresql":
+        url = f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+    else:
+        url = f"sqlite:///{db['NAME']}"
+    env = dict(os.environ, DATABASE_URL=url, CRAWLER_ALLOWED_NETWORKS="127.0.0.0/8", CRAWLER_DEFAULT_DELAY="0.05",
+               CRAWLER_RETRY_BASE_DELAY="0.2", CRAWLER_DEPTH_LIMIT="6", CRAWLER_LEASE_SECONDS=str(LEASE),
+               CRAWLER_HOST_BATCH_SIZE=str(BATCH), CRAWLER_EMBEDDED_THREADS=str(CONCURRENCY))
+    with sample_web(tmp_path) as web:
+        crawl = [sys.executable, "manage.py", "crawl", "--no-progress"]
+        cluster = Cluster(env=env)
+        first = cluster.start("crawl", crawl + list(web.seeds))
+        connection.close()
+        deadline = time.monotonic() + CRAWL_TIMEOUT
+        while fetched_count() < 30:
+            assert first.poll() is None, "the crawl ended before it could be killed"
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        cluster.kill("crawl")
+        assert first.returncode == -signal.SIGKILL
+        # the same command again, without seeds: it takes up the frontier as it was left
+        second = cluster.start("crawl", crawl)
+        assert second.wait(timeout=CRAWL_TIMEOUT) == 0, second.stderr.read().decode()[-2000:]
+        connection.close()
+    report = audit(web)
+    assert_complete_and_polite(web, report, allow_duplicates=True)
+    # only what the killed process had fetched but not yet recorded: at most its threads' batches
+    assert report_duplicates("embedded killed", report) <= CONCURRENCY * BATCH
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_redis(port: int) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [shutil.which("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    client = redis.Redis(port=port)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            client.ping()
+            return proc
+        except redis.ConnectionError:
+            assert time.monotonic() < deadline, "redis-server did not start"
+            time.sleep(0.05)
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server to start a private broker")
+def test_a_redis_restart_mid_crawl_loses_nothing(tmp_path):
+    port = free_port()
+    broker = start_redis(port)
+    try:
+        with sample_web(tmp_path) as web:
+            env = child_env(CELERY_BROKER_URL=f"redis://127.0.0.1:{port}/0", CRAWLER_LEASE_SECONDS=LEASE,
+                            CRAWLER_HOST_BATCH_SIZE=BATCH)
+            with run_cluster(env, workers=2, dispatchers=1, concurrency=CONCURRENCY) as running:
+                service.add_seeds(web.seeds)
+
+                def restart_redis():
+                    nonlocal broker
+                    broker.kill()  # SIGKILL: every queued message is gone
+                    broker.wait()
+                    time.sleep(1.0)
+                    broker = start_redis(port)
+
+                hook = once_fetched(30, restart_redis)
+                wait_for_quiet(service.has_pending_work, running, CRAWL_TIMEOUT, hook, allow_killed=False)
+                assert hook.done, "the crawl finished before Redis could be restarted"
+            connection.close()
+    finally:
+        broker.kill()
+        broker.wait()
+    report = audit(web)
+    assert_complete_and_polite(web, report, allow_duplicates=True)
+    # lost messages are never-started work: at most a batch caught mid-commit repeats
+    assert report_duplicates("redis restarted", report) <= 2 * CONCURRENCY * BATCH
+
+
+@pytest.mark.postgres
+def test_cut_database_connections_mid_crawl_lose_nothing(tmp_path):
+    with sample_web(tmp_path) as web:
+        env = child_env(CRAWLER_LEASE_SECONDS=LEASE, CRAWLER_HOST_BATCH_SIZE=BATCH)
+        redis.Redis.from_url(env["CELERY_BROKER_URL"]).flushdb()
+        with run_cluster(env, workers=2, dispatchers=1, concurrency=CONCURRENCY) as running:
+            service.add_seeds(web.seeds)
+            cut = []
+
+            def cut_connections():
+                with connection.cursor() as cursor:
+                    cursor.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                                   " WHERE datname = current_database() AND pid <> pg_backend_pid()")
+                    cut.append(cursor.fetchone()[0])
+
+            hook = once_fetched(30, cut_connections)
+            wait_for_quiet(service.has_pending_work, running, CRAWL_TIMEOUT, hook, allow_killed=False)
+            assert hook.done and cut[0] >= 1, "there were crawl connections to cut"
+        connection.close()
+    report = audit(web)
+    assert_complete_and_polite(web, report, allow_duplicates=True)
+    assert report_duplicates("database connections cut", report) <= 2 * CONCURRENCY * BATCH
+
+
+def test_celery_settings_are_chosen_for_lease_based_recovery():
+    from crawlerweb.celery import app
+
+    conf = app.conf
+    assert (conf.task_serializer, conf.accept_content, conf.result_backend) == ("json", ["json"], None)
+    assert conf.task_acks_late is False and conf.worker_prefetch_multiplier == 1
+    # a redelivered message always arrives after its lease has expired (and is refused)
+    assert conf.broker_transport_options["visibility_timeout"] > django_settings.CRAWLER_LEASE_SECONDS
+    assert conf.task_time_limit > django_settings.CRAWLER_LEASE_SECONDS
+    assert conf.broker_connection_max_retries is None and conf.worker_send_task_events is True
