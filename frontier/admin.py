@@ -2,7 +2,7 @@ from django.contrib import admin, messages
 from django.utils import timezone
 
 from . import service
-from .models import CrawlLimits, DeadLetter, ExcludedDomain, Host, Seed, Url
+from .models import CrawlLimits, DeadLetter, ExcludedDomain, Host, Seed, ServerAddress, Url
 
 
 class LeasedFilter(admin.SimpleListFilter):
@@ -23,11 +23,19 @@ class LeasedFilter(admin.SimpleListFilter):
 
 @admin.register(Host)
 class HostAdmin(admin.ModelAdmin):
-    list_display = ("origin", "url_count", "crawl_delay", "next_fetch_at", "robots_status", "robots_error",
-                    "lease_owner", "leased_until")
+    list_display = ("origin", "address", "url_count", "crawl_delay", "response_time", "failures", "next_fetch_at",
+                    "robots_status", "robots_error", "lease_owner", "leased_until")
     list_filter = (LeasedFilter, "robots_status", "robots_error")
-    search_fields = ("origin",)
-    readonly_fields = ("created_at", "url_count", "robots_fetched_at")
+    search_fields = ("origin", "=address")
+    readonly_fields = ("created_at", "url_count", "robots_fetched_at", "response_time", "failures")
+    show_full_result_count = False
+
+
+@admin.register(ServerAddress)
+class ServerAddressAdmin(admin.ModelAdmin):
+    list_display = ("address", "next_fetch_at", "lease_owner", "leased_until")
+    list_filter = (LeasedFilter,)
+    search_fields = ("=address",)
     show_full_result_count = False
 
 
