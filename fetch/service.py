@@ -90,8 +90,10 @@ class _Tally:
 
 
 # No answer from the server: these count toward the host's circuit breaker, and end the
-# lease's batch at once (its other URLs wait rather than fail the same way).
-NETWORK_FAILURES = frozenset({"timeout", "connection", "dns"})
+# lease's batch at once (its other URLs wait rather than fail the same way). A name that
+# does not exist ("dns") is not among them: that is final enough for the URLs' own
+# retries to run out and dead-letter them, where a tripped breaker would keep them forever.
+NETWORK_FAILURES = frozenset({"timeout", "connection"})
 
 
 def fetch_batch(host_id: int, token: str, url_ids: list[int]) -> int:
@@ -128,8 +130,9 @@ def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> Co
             # resolver that is down: that is nobody's fault).
             if host.robots_error != "blocked_address":  # a refused host costs no request: no wait
                 host_pause = max(0.0, (host.robots_expires_at - timezone.now()).total_seconds())
-            network_down = host.robots_error == "dns_unavailable" or (probing and host.robots_error in NETWORK_FAILURES)
-            if (refreshed and not network_down) or host.robots_error == "blocked_address":
+            unreachable = host.robots_error == "dns_unavailable" or (
+                probing and host.robots_error in NETWORK_FAILURES)
+            if (refreshed and not unreachable) or host.robots_error == "blocked_address":
                 failure = _robots_failure(host.robots_error)
                 for url_id, _, _, _, attempts in frontier.queued_urls(url_ids):
                     batch.reports.append((FetchReport(url_id, error=failure), attempts))
