@@ -23,6 +23,7 @@ TEMPORARY_ERRORS = frozenset(
 )
 
 _lock = threading.Lock()
+_clock = time.monotonic  # a seam for tests: expiry without sleeping
 _cache: OrderedDict[tuple[str, int], tuple[float, object]] = OrderedDict()
 
 
@@ -31,7 +32,7 @@ def resolve(host: str, port: int) -> list[tuple]:
     if _is_ip_literal(host):
         return socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
     key = (host.lower(), port)
-    now = time.monotonic()
+    now = _clock()
     with _lock:
         entry = _cache.get(key)
         if entry is not None and entry[0] > now:

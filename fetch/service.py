@@ -62,10 +62,6 @@ class CollectedBatch:
     update: frontier.HostUpdate
     result: BatchResult
 
-    @property
-    def next_fetch_at(self) -> datetime:
-        return self.update.next_fetch_at
-
 
 @dataclass
 class _Tally:
@@ -111,7 +107,7 @@ def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> Co
     writer thread (SQLite has a single writer); a Celery worker calls both in turn.
     """
     started = time.monotonic()
-    leased_address = host.address
+    leased_address = host.address if politeness.per_address() else ""  # only then was it claimed
     tally = _Tally()
     host_pause = 0.0  # extra wait: Retry-After, a failed resolver, the circuit breaker
     batch = BatchResult()

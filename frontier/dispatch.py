@@ -31,7 +31,7 @@ def fetch_queue_names() -> list[str]:
 def queued_messages(app) -> int:
     """Messages waiting in all fetch queues (a few LLENs on Redis)."""
     total = 0
-    with app.connection_for_write() as conn:
+    with app.pool.acquire(block=True) as conn:  # pooled: no new broker connection per round
         channel = conn.default_channel
         for queue in fetch_queue_names():
             try:

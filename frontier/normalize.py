@@ -24,7 +24,7 @@ _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 _HOST_OK = re.compile(r"^[a-z0-9._-]+$")
 _SESSION_PATH_PARAM = re.compile(r";(?:jsessionid|phpsessid|sid|sessionid)=[^/?;]*", re.I)
 SESSION_QUERY_PARAMS = frozenset({"jsessionid", "phpsessid", "sid", "sessionid", "session_id", "aspsessionid",
-                                  "cfid", "cftoken", "zenid", "osCsid".lower()})
+                                  "cfid", "cftoken", "zenid", "oscsid"})
 
 
 class InvalidUrl(ValueError):

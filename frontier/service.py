@@ -188,23 +188,25 @@ def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
     due = Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED, next_fetch_at__lte=now)
     token = f"{owner}:{uuid.uuid4().hex[:12]}"
     lease_seconds = settings.CRAWLER_LEASE_SECONDS
+    by_address = politeness.per_address()
     with transaction.atomic():
         ready = Host.objects.filter(free, next_fetch_at__lte=now).filter(Exists(due))
-        if politeness.per_address():
+        if by_address:
             busy = ServerAddress.objects.filter(address=OuterRef("address")).filter(
                 Q(leased_until__gt=now) | Q(next_fetch_at__gt=now))
             ready = ready.exclude(Exists(busy))
         if connection.features.has_select_for_update_skip_locked:
             ready = ready.select_for_update(skip_locked=True)
         candidates = list(ready.order_by("next_fetch_at").values_list("id", "address")[:max_hosts])
-        if politeness.per_address():
+        if by_address:
             candidates = _one_host_per_address(candidates, token, now, lease_seconds)
         if not candidates:
             return []
         Host.objects.filter(free, id__in=[c[0] for c in candidates]).update(
             lease_owner=token, leased_until=now + timedelta(seconds=lease_seconds)
         )
-    addresses = dict(candidates)
+    # host id -> the address claimed with it ("" when none was: unknown, or host scope)
+    addresses = {h: (a or "") if by_address else "" for h, a in candidates}
     hosts = list(Host.objects.filter(id__in=list(addresses), lease_owner=token)
                  .values_list("id", "origin", "crawl_delay", "response_time"))
     url_ids = _best_urls({h[0]: _batch_size(h[2], h[3]) for h in hosts}, now)
@@ -212,9 +214,9 @@ def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
     for host_id, origin, _, _ in hosts:
         ids_for_host = url_ids.get(host_id, [])
         if ids_for_host:
-            leases.append(Lease(host_id, token, origin, ids_for_host, addresses[host_id] or ""))
+            leases.append(Lease(host_id, token, origin, ids_for_host, addresses[host_id]))
         else:  # its URLs were taken meanwhile
-            release_host(host_id, token, None, leased_address=addresses[host_id] or "")
+            release_host(host_id, token, None, leased_address=addresses[host_id])
     return leases
 
 

@@ -5,9 +5,12 @@ import contextlib
 import ipaddress
 import os
 import socket
+import time
 
+import redis
 from django.db import connection
 
+from bench.cluster import run_cluster
 from bench.sampleweb import WebConfig, audit_log, run_server
 from frontier.models import Url
 
@@ -97,3 +100,33 @@ def child_env(**extra) -> dict:
     )
     env.update({k: str(v) for k, v in extra.items()})
     return env
+
+
+@contextlib.contextmanager
+def distributed_cluster(workers=2, dispatchers=2, concurrency=4, **env_extra):
+    """Celery workers and dispatchers on the test database, their broker emptied first."""
+    env = child_env(**env_extra)
+    redis.Redis.from_url(env["CELERY_BROKER_URL"]).flushdb()
+    try:
+        with run_cluster(env, workers=workers, dispatchers=dispatchers, concurrency=concurrency) as running:
+            yield running
+    finally:
+        connection.close()
+
+
+def fetched_count() -> int:
+    return Url.objects.exclude(last_fetched_at=None).count()
+
+
+def once_fetched(n: int, action):
+    """An on_progress hook that runs `action` once, when n URLs have been fetched;
+    `hook.done` says whether it ran."""
+    done = []
+
+    def hook():
+        if not done and fetched_count() >= n:
+            done.append(time.monotonic())
+            action()
+
+    hook.done = done
+    return hook

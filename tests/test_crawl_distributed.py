@@ -3,34 +3,18 @@ PostgreSQL and Redis, crawling the sample web over loopback. Also: SIGKILL a wor
 mid-crawl and see the crawl complete through lease expiry."""
 
 import signal
-import time
-from contextlib import contextmanager
 
 import pytest
-import redis
-from django.db import connection
 
-from bench.cluster import run_cluster
 from bench.cluster import wait_until_done as wait_for_quiet
 from frontier import service
-from frontier.models import Url
 from indexer.backends import get_search_backend
 
-from .crawl_helpers import BROKER, assert_complete_and_polite, audit, child_env, sample_web
+from .crawl_helpers import assert_complete_and_polite, audit, distributed_cluster, once_fetched, sample_web
 
 pytestmark = [pytest.mark.crawl, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 CRAWL_TIMEOUT = 180  # seconds; the crawl itself takes ~15 s here
-
-
-@contextmanager
-def cluster(workers=2, dispatchers=2, **env_extra):
-    redis.Redis.from_url(BROKER).flushdb()
-    try:
-        with run_cluster(child_env(**env_extra), workers=workers, dispatchers=dispatchers) as running:
-            yield running
-    finally:
-        connection.close()
 
 
 def wait_until_done(running, on_progress=None):
@@ -46,7 +30,7 @@ def fresh_index():
 
 def test_it_crawls_completely_and_politely_with_two_workers_and_two_dispatchers(tmp_path, fresh_index):
     with sample_web(tmp_path) as web:
-        with cluster(workers=2, dispatchers=2) as running:
+        with distributed_cluster(workers=2, dispatchers=2) as running:
             service.add_seeds(web.seeds)
             wait_until_done(running)
     report = audit(web)
@@ -58,17 +42,11 @@ def test_it_crawls_completely_and_politely_with_two_workers_and_two_dispatchers(
 def test_it_loses_no_url_when_a_worker_is_killed_mid_crawl(tmp_path, fresh_index):
     with sample_web(tmp_path) as web:
         # A short lease so the dead worker's hosts come back quickly.
-        with cluster(workers=2, dispatchers=1, CRAWLER_LEASE_SECONDS=3) as running:
+        with distributed_cluster(workers=2, dispatchers=1, CRAWLER_LEASE_SECONDS=3) as running:
             service.add_seeds(web.seeds)
-            killed = []
-
-            def kill_once_underway():
-                if not killed and Url.objects.exclude(last_fetched_at=None).count() >= 40:
-                    running.procs["worker0"].send_signal(signal.SIGKILL)
-                    killed.append(time.monotonic())
-
-            wait_until_done(running, on_progress=kill_once_underway)
-            assert killed, "the crawl finished before the worker could be killed"
+            killed = once_fetched(40, lambda: running.procs["worker0"].send_signal(signal.SIGKILL))
+            wait_until_done(running, on_progress=killed)
+            assert killed.done, "the crawl finished before the worker could be killed"
             assert running.procs["worker0"].wait(timeout=5) == -signal.SIGKILL
     report = audit(web)
     # Nothing lost and still polite; a URL the dead worker had in flight may be fetched again.

@@ -23,12 +23,18 @@ import redis
 from django.conf import settings as django_settings
 from django.db import connection
 
-from bench.cluster import Cluster, run_cluster
+from bench.cluster import Cluster
 from bench.cluster import wait_until_done as wait_for_quiet
 from frontier import service
-from frontier.models import Url
 
-from .crawl_helpers import assert_complete_and_polite, audit, child_env, sample_web
+from .crawl_helpers import (
+    assert_complete_and_polite,
+    audit,
+    distributed_cluster,
+    fetched_count,
+    once_fetched,
+    sample_web,
+)
 
 pytestmark = [pytest.mark.crawl, pytest.mark.django_db(transaction=True)]
 
@@ -37,10 +43,6 @@ CRAWL_TIMEOUT = 180
 LEASE = 3  # seconds: a dead process's hosts come back quickly
 BATCH = 4
 CONCURRENCY = 4
-
-
-def fetched_count() -> int:
-    return Url.objects.exclude(last_fetched_at=None).count()
 
 
 def duplicates(report) -> int:
@@ -55,25 +57,11 @@ def report_duplicates(name: str, report) -> int:
     return extra
 
 
-def once_fetched(n: int, action):
-    """An on_progress hook that runs `action` once, when n URLs have been fetched."""
-    done = []
-
-    def hook():
-        if not done and fetched_count() >= n:
-            done.append(time.monotonic())
-            action()
-
-    hook.done = done
-    return hook
-
-
 @pytest.mark.postgres
 def test_a_killed_and_restarted_dispatcher_loses_nothing(tmp_path):
     with sample_web(tmp_path) as web:
-        env = child_env(CRAWLER_LEASE_SECONDS=LEASE, CRAWLER_HOST_BATCH_SIZE=BATCH)
-        redis.Redis.from_url(env["CELERY_BROKER_URL"]).flushdb()
-        with run_cluster(env, workers=1, dispatchers=1, concurrency=CONCURRENCY) as running:
+        with distributed_cluster(workers=1, dispatchers=1, concurrency=CONCURRENCY, CRAWLER_LEASE_SECONDS=LEASE,
+                                 CRAWLER_HOST_BATCH_SIZE=BATCH) as running:
             service.add_seeds(web.seeds)
 
             def kill_and_restart():
@@ -84,7 +72,6 @@ def test_a_killed_and_restarted_dispatcher_loses_nothing(tmp_path):
             hook = once_fetched(30, kill_and_restart)
             wait_for_quiet(service.has_pending_work, running, CRAWL_TIMEOUT, hook)
             assert hook.done, "the crawl finished before the dispatcher could be killed"
-        connection.close()
     report = audit(web)
     assert_complete_and_polite(web, report, allow_duplicates=True)
     # a dispatcher holds leases, not fetches: nothing it held had been fetched
@@ -129,8 +116,10 @@ def free_port() -> int:
 
 
 def start_redis(port: int) -> subprocess.Popen:
+    server = shutil.which("redis-server")
+    assert server, "redis-server is part of the stack (scripts/services.sh starts it): install it"
     proc = subprocess.Popen(
-        [shutil.which("redis-server"), "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+        [server, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
          "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     client = redis.Redis(port=port)
     deadline = time.monotonic() + 10
@@ -144,15 +133,14 @@ def start_redis(port: int) -> subprocess.Popen:
 
 
 @pytest.mark.postgres
-@pytest.mark.skipif(shutil.which("redis-server") is None, reason="needs redis-server to start a private broker")
 def test_a_redis_restart_mid_crawl_loses_nothing(tmp_path):
     port = free_port()
     broker = start_redis(port)
     try:
         with sample_web(tmp_path) as web:
-            env = child_env(CELERY_BROKER_URL=f"redis://127.0.0.1:{port}/0", CRAWLER_LEASE_SECONDS=LEASE,
-                            CRAWLER_HOST_BATCH_SIZE=BATCH)
-            with run_cluster(env, workers=2, dispatchers=1, concurrency=CONCURRENCY) as running:
+            with distributed_cluster(workers=2, dispatchers=1, concurrency=CONCURRENCY,
+                                     CELERY_BROKER_URL=f"redis://127.0.0.1:{port}/0", CRAWLER_LEASE_SECONDS=LEASE,
+                                     CRAWLER_HOST_BATCH_SIZE=BATCH) as running:
                 service.add_seeds(web.seeds)
 
                 def restart_redis():
@@ -165,7 +153,6 @@ def test_a_redis_restart_mid_crawl_loses_nothing(tmp_path):
                 hook = once_fetched(30, restart_redis)
                 wait_for_quiet(service.has_pending_work, running, CRAWL_TIMEOUT, hook, allow_killed=False)
                 assert hook.done, "the crawl finished before Redis could be restarted"
-            connection.close()
     finally:
         broker.kill()
         broker.wait()
@@ -178,9 +165,8 @@ def test_a_redis_restart_mid_crawl_loses_nothing(tmp_path):
 @pytest.mark.postgres
 def test_cut_database_connections_mid_crawl_lose_nothing(tmp_path):
     with sample_web(tmp_path) as web:
-        env = child_env(CRAWLER_LEASE_SECONDS=LEASE, CRAWLER_HOST_BATCH_SIZE=BATCH)
-        redis.Redis.from_url(env["CELERY_BROKER_URL"]).flushdb()
-        with run_cluster(env, workers=2, dispatchers=1, concurrency=CONCURRENCY) as running:
+        with distributed_cluster(workers=2, dispatchers=1, concurrency=CONCURRENCY, CRAWLER_LEASE_SECONDS=LEASE,
+                                 CRAWLER_HOST_BATCH_SIZE=BATCH) as running:
             service.add_seeds(web.seeds)
             cut = []
 
@@ -193,7 +179,6 @@ def test_cut_database_connections_mid_crawl_lose_nothing(tmp_path):
             hook = once_fetched(30, cut_connections)
             wait_for_quiet(service.has_pending_work, running, CRAWL_TIMEOUT, hook, allow_killed=False)
             assert hook.done and cut[0] >= 1, "there were crawl connections to cut"
-        connection.close()
     report = audit(web)
     assert_complete_and_polite(web, report, allow_duplicates=True)
     assert report_duplicates("database connections cut", report) <= 2 * CONCURRENCY * BATCH
