@@ -241,27 +241,29 @@ def fetch_one(batch: BatchResult, url_id: int, url: str, depth: int, hops: int,
 def store_batch(batch: BatchResult) -> None:
     """Write everything a lease produced.
 
-    Three steps, so that concurrent workers never deadlock: redirect targets enter the
-    frontier, then the pages and URL states of this (leased) host are stored in one
-    transaction, then the discovered links enter the frontier (frontier.add_urls takes its
-    rows in one global order and holds no lock across statements). A crash between steps loses nothing: the
-    URLs are still queued and are fetched again; links already admitted are simply known.
+    Frontier admissions first, the record of the fetches last: redirect targets and
+    discovered links enter the frontier (frontier.add_urls takes its rows in one global
+    order and holds no lock across statements, so concurrent workers never deadlock), then
+    the pages and URL states of this (leased) host are stored in one transaction. A crash
+    anywhere before that commit leaves the URLs queued: they are fetched again and their
+    links, if already admitted, are simply known. (Recording first would lose the links of
+    pages already marked fetched.)
     """
     reports = list(batch.reports)
     for redirect in batch.redirects:
         outcome = _follow_redirect(redirect.target)
         reports.append((FetchReport(redirect.url_id, status=redirect.status, redirect_outcome=outcome),
                         redirect.attempts))
-    links = []
-    with transaction.atomic():
-        details = indexer.store_pages([page for page, _, _ in batch.pages])
-        for page, depth, attempts in batch.pages:
-            reports.append((FetchReport(page.url_id, status=page.status, detail=details[page.url_id],
-                                        content_hash=page.content_hash), attempts))
-            links.extend(frontier.Candidate(link, depth + 1, 0, page.url_id) for link in page.links)
-        frontier.record_fetches(reports)
+    links = [frontier.Candidate(link, depth + 1, 0, page.url_id)
+             for page, depth, _ in batch.pages for link in page.links]
     if links:
         frontier.add_urls(links)
+    with transaction.atomic():
+        details = indexer.store_pages([page for page, _, _ in batch.pages])
+        for page, _, attempts in batch.pages:
+            reports.append((FetchReport(page.url_id, status=page.status, detail=details[page.url_id],
+                                        content_hash=page.content_hash), attempts))
+        frontier.record_fetches(reports)
 
 
 def _follow_redirect(target: frontier.Candidate | None) -> str:

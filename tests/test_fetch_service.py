@@ -86,3 +86,32 @@ def test_it_allows_everything_when_robots_txt_is_missing(settings):
         srv.shutdown()
     assert (hits["/robots.txt"], hits["/a"]) == (1, 1)
     assert Url.objects.get().state == "fetched"
+
+
+def test_a_crash_while_admitting_links_leaves_the_page_queued_not_its_links_lost(settings, monkeypatch):
+    from django.db import OperationalError
+
+    from bench.sampleweb.hostile import hostile_web
+    from fetch import service as fetch_service
+    from fetch.service import fetch_batch
+
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0  # robots.txt and the page in one lease
+    settings.CRAWLER_MAX_LINKS_PER_PAGE = 3
+    with hostile_web() as web:
+        service.add_seeds([web.url("/many-links")])
+        (lease,) = service.lease_ready_hosts("t", 1)
+        real_add_urls = fetch_service.frontier.add_urls
+
+        def database_gone(candidates):
+            raise OperationalError("server closed the connection unexpectedly")
+
+        monkeypatch.setattr(fetch_service.frontier, "add_urls", database_gone)
+        with pytest.raises(OperationalError):
+            fetch_batch(lease.host_id, lease.token, lease.url_ids)
+        # nothing recorded: the page waits to be fetched again, its links are not lost
+        assert Url.objects.get().state == "queued"
+        monkeypatch.setattr(fetch_service.frontier, "add_urls", real_add_urls)
+        run_crawl(threads=1, max_seconds=20)
+    assert sorted(Url.objects.values_list("url", "state")) == sorted(
+        [(web.url("/many-links"), "fetched")] + [(web.url(f"/fine/{n}"), "fetched") for n in range(3)])
