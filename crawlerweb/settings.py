@@ -93,10 +93,13 @@ INSTALLED_APPS = [
     "frontier",
     "fetch",
     "indexer",
+    "console",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Serves static files (admin, dashboard) from gunicorn: no separate web server needed.
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -145,6 +148,12 @@ USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "var" / "static"
+STATIC_ROOT.mkdir(parents=True, exist_ok=True)  # WhiteNoise wants it, even when empty
+# Chart.js for the dashboard comes from npm (package.json, pinned; `make setup` installs it).
+CHARTJS_DIR = BASE_DIR / "node_modules" / "chart.js" / "dist"
+STATICFILES_DIRS = [("vendor/chartjs", CHARTJS_DIR)] if CHARTJS_DIR.is_dir() else []
+# Serve straight from the apps' static folders, so no collectstatic step can be forgotten.
+WHITENOISE_USE_FINDERS = True
 
 LOGGING = {
     "version": 1,
@@ -198,11 +207,19 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # running average response time (Heritrix's delay factor), clamped between
 # CRAWLER_DEFAULT_DELAY and CRAWLER_MAX_ADAPTIVE_DELAY. 0 turns adaptive delay off.
 CRAWLER_ADAPTIVE_DELAY_FACTOR = envfloat("CRAWLER_ADAPTIVE_DELAY_FACTOR", 5.0)
+# Largest REST API request body, bytes (413 beyond it).
+CRAWLER_API_MAX_BODY_BYTES = envint("CRAWLER_API_MAX_BODY_BYTES", 1024 * 1024, minimum=1024)
+# Most domains one POST /url/limit may exclude.
+CRAWLER_API_MAX_DOMAINS = envint("CRAWLER_API_MAX_DOMAINS", 1000, minimum=1)
+# Most URLs one POST /seed/urls may add.
+CRAWLER_API_MAX_SEEDS = envint("CRAWLER_API_MAX_SEEDS", 10_000, minimum=1)
 # Networks the crawler may connect to although they are private/loopback/reserved.
 # Empty by default: the crawler refuses them all (SSRF guard). Tests allow 127.0.0.0/8.
 CRAWLER_ALLOWED_NETWORKS = envnetworks("CRAWLER_ALLOWED_NETWORKS")
 # Seconds to wait for a TCP connection.
 CRAWLER_CONNECT_TIMEOUT = envfloat("CRAWLER_CONNECT_TIMEOUT", 5.0, minimum=0.1)
+# Seconds between two refreshes of the dashboard page.
+CRAWLER_DASHBOARD_REFRESH_SECONDS = envfloat("CRAWLER_DASHBOARD_REFRESH_SECONDS", 5.0, minimum=1.0)
 # Seconds between two requests to one host when its robots.txt names no Crawl-delay.
 CRAWLER_DEFAULT_DELAY = envfloat("CRAWLER_DEFAULT_DELAY", 1.0)
 # Seconds a resolved host name is reused (getaddrinfo reports no TTL).
@@ -234,6 +251,8 @@ CRAWLER_HOST_PAUSE_MAX = envfloat("CRAWLER_HOST_PAUSE_MAX", 6 * 3600.0)
 CRAWLER_HOST_BATCH_SIZE = envint("CRAWLER_HOST_BATCH_SIZE", 16, minimum=1)
 # Seconds a lease on a host lasts; a dead worker's host comes back after this.
 CRAWLER_LEASE_SECONDS = envfloat("CRAWLER_LEASE_SECONDS", 120.0, minimum=1.0)
+# Seconds between beat's sweeps that clear expired leases (housekeeping: they are free anyway).
+CRAWLER_LEASE_SWEEP_SECONDS = envfloat("CRAWLER_LEASE_SWEEP_SECONDS", 60.0, minimum=1.0)
 # Leases outstanding at once across all dispatchers (bounds the broker's queue length).
 CRAWLER_MAX_ACTIVE_LEASES = envint("CRAWLER_MAX_ACTIVE_LEASES", 256, minimum=1)
 # Longest gap, seconds, adaptive delay may impose (a Crawl-delay is capped separately).
@@ -260,6 +279,12 @@ CRAWLER_MAX_RETRY_AFTER = envfloat("CRAWLER_MAX_RETRY_AFTER", 3600.0)
 CRAWLER_MAX_URL_LENGTH = envint("CRAWLER_MAX_URL_LENGTH", 2048, minimum=16)
 # URLs admitted per host at most (bounds traps the depth limit does not catch).
 CRAWLER_MAX_URLS_PER_HOST = envint("CRAWLER_MAX_URLS_PER_HOST", 100_000, minimum=1)
+# Oldest metrics sample, seconds, /metrics serves; an older one is retaken (a table scan).
+CRAWLER_METRICS_MAX_AGE = envfloat("CRAWLER_METRICS_MAX_AGE", 15.0)
+# Hours of metrics samples kept (the dashboard's history).
+CRAWLER_METRICS_RETENTION_HOURS = envfloat("CRAWLER_METRICS_RETENTION_HOURS", 24.0, minimum=0.1)
+# Seconds between beat's metrics samples (the interval of its periodic task when created).
+CRAWLER_METRICS_SAMPLE_SECONDS = envfloat("CRAWLER_METRICS_SAMPLE_SECONDS", 15.0, minimum=1.0)
 # Politeness scope: "host" (one request at a time and a delay per host name), "ip" (per
 # server address, so many names on one server share one budget) or "both".
 CRAWLER_POLITENESS_SCOPE = envchoice("CRAWLER_POLITENESS_SCOPE", "both", ("host", "ip", "both"))

@@ -1,10 +1,17 @@
 from django.contrib import admin
 from django.urls import path
 
+from console import views as console_views
 from indexer import views as indexer_views
 
 urlpatterns = [
     path("", indexer_views.search_page, name="search"),
     path("search.json", indexer_views.search_json, name="search-json"),
+    # The REST API (docs/api.md, docs/openapi.yaml): API keys or staff sessions only.
+    path("seed/urls", console_views.seed_urls, name="api-seed-urls"),
+    path("url/limit", console_views.url_limit, name="api-url-limit"),
+    path("metrics", console_views.metrics_view, name="api-metrics"),
+    path("dashboard/", console_views.dashboard, name="dashboard"),
+    path("dashboard/data", console_views.dashboard_data, name="dashboard-data"),
     path("admin/", admin.site.urls),
 ]

@@ -143,6 +143,8 @@ def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> Co
                     host.crawl_delay, politeness.running_response_time(host.response_time, tally.elapsed))
                 if tally.requests and (delay > 0 or _lease_running_out(started)):
                     break  # the rest waits for the host's next turn
+                if frontier.origin_excluded(host.origin):
+                    break  # an admin excluded it meanwhile; its queued URLs are already stopped
                 result, pause = fetch_one(batch, url_id, url, depth, hops, attempts)
                 tally.saw(result)
                 if probing and result.error in NETWORK_FAILURES:

@@ -30,15 +30,31 @@ def fetch_queue_names() -> list[str]:
 
 def queued_messages(app) -> int:
     """Messages waiting in all fetch queues (a few LLENs on Redis)."""
-    total = 0
     with app.pool.acquire(block=True) as conn:  # pooled: no new broker connection per round
-        channel = conn.default_channel
-        for queue in fetch_queue_names():
-            try:
-                total += channel.queue_declare(queue=queue, passive=True).message_count
-            except conn.channel_errors:  # never declared yet: nothing in it
-                pass
-    return total
+        return sum(_queue_depths(conn).values())
+
+
+def queue_depths(app, timeout: float = 2.0) -> dict[str, int] | None:
+    """Messages waiting per fetch queue, or None when the broker does not answer within
+    `timeout` (the embedded crawler has none). For metrics: a fresh connection, no retries."""
+    try:
+        with app.connection_for_read() as conn:
+            conn.ensure_connection(max_retries=1, interval_start=0, timeout=timeout)
+            return _queue_depths(conn)
+    except Exception:  # noqa: BLE001 - any broker trouble means "unknown", never a failed page
+        log.info("broker unreachable for queue depths", exc_info=True)
+        return None
+
+
+def _queue_depths(conn) -> dict[str, int]:
+    channel = conn.default_channel
+    depths = {}
+    for queue in fetch_queue_names():
+        try:
+            depths[queue] = channel.queue_declare(queue=queue, passive=True).message_count
+        except conn.channel_errors:  # never declared yet: nothing in it
+            depths[queue] = 0
+    return depths
 
 
 def dispatch_room(app) -> int:

@@ -75,6 +75,7 @@ class UrlState(models.TextChoices):
     DENIED = "denied", "denied (401/403)"
     HTTP_ERROR = "http_error", "other 4xx"
     ROBOTS_BLOCKED = "robots_blocked", "blocked by robots.txt"
+    EXCLUDED = "excluded", "excluded by an admin"
     FAILED = "failed", "failed (dead letter)"
 
 

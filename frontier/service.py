@@ -19,11 +19,16 @@ from django.db.models.functions import Least
 from django.utils import timezone
 
 from . import politeness
+from .controls import (  # noqa: F401  (the frontier's steering, for the API, admin and beat)
+    UNSET, InvalidDomain, LimitsChange, canonical_domain, origin_excluded, resume_excluded_urls,
+    stop_queued_urls, sweep_expired_leases, update_limits,
+)
 from .filters import rejection_reason
 from .limits import current_limits
 from .models import DeadLetter, Host, Seed, ServerAddress, Url, UrlState
 from .normalize import InvalidUrl, normalize
 from .outcomes import FetchReport, next_state
+from .stats import dead_letter_count, host_figures, recent_errors, top_hosts, url_figures  # noqa: F401
 
 
 @dataclass(frozen=True)
@@ -93,6 +98,7 @@ def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
     result = AdmitResult()
     limits = current_limits()
     best: dict[str, tuple] = {}  # url_hash -> (NormalUrl, Candidate): shallowest wins
+    positions = defaultdict(list)  # url_hash -> its places in result.verdicts
     for cand in candidates:
         try:
             norm = normalize(cand.url)
@@ -103,8 +109,9 @@ def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
         if reason:
             result.reject(reason)
             continue
-        result.verdicts.append(norm.url)
         key = norm.url_hash
+        positions[key].append(len(result.verdicts))
+        result.verdicts.append(norm.url)
         if key not in best or cand.depth < best[key][1].depth:
             best[key] = (norm, cand)
     if not best:
@@ -130,7 +137,9 @@ def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
     for (host_id, url_count), items in sorted(per_host.items()):
         allowed = max(0, limits.max_urls_per_host - url_count)
         for url_hash, norm, cand in items[allowed:]:
-            result.reject("host_quota")
+            for position in positions[url_hash]:
+                result.rejected["host_quota"] = result.rejected.get("host_quota", 0) + 1
+                result.verdicts[position] = "rejected:host_quota"
         for url_hash, norm, cand in items[:allowed]:
             rows.append(
                 Url(
@@ -164,10 +173,12 @@ def _hosts(origins: set[str]) -> dict[str, tuple[int, int]]:
 
 
 def add_seeds(urls: list[str]) -> AdmitResult:
-    result = add_urls(Candidate(url=u) for u in urls)
-    Seed.objects.bulk_create(
-        [Seed(url=v) for v in result.verdicts if not v.startswith("rejected:")]
-    )
+    """Admit seeds (depth 0) and log them, all or nothing: one transaction, so an API call
+    that fails midway leaves no trace (a seed list is small; link batches are not)."""
+    with transaction.atomic():
+        result = add_urls(Candidate(url=u) for u in urls)
+        accepted = dict.fromkeys(v for v in result.verdicts if not v.startswith("rejected:"))
+        Seed.objects.bulk_create([Seed(url=v) for v in accepted])
     return result
 
 

@@ -91,3 +91,49 @@ def test_it_notices_a_limits_change_made_by_another_process(monkeypatch):
     assert service.add_urls([service.Candidate("http://c.test/", depth=3)]).admitted == 1  # cached
     monkeypatch.setattr(limits, "LIMITS_RECHECK_SECONDS", 0.0)
     assert service.add_urls([service.Candidate("http://b.test/", depth=3)]).rejected == {"depth_limit": 1}
+
+
+def test_excluding_a_domain_in_the_admin_stops_its_queued_urls_and_removing_it_resumes_them(admin_client):
+    from frontier.models import ExcludedDomain
+
+    service.add_urls([service.Candidate("http://www.spam.test/a"), service.Candidate("http://ham.test/b")])
+    page = admin_client.post(reverse("admin:frontier_excludeddomain_add"), {"domain": "http://spam.test/"})
+    assert b"not a domain name" in page.content and not ExcludedDomain.objects.exists()
+    admin_client.post(reverse("admin:frontier_excludeddomain_add"), {"domain": "SPAM.test"})
+    assert dict(Url.objects.values_list("url", "state")) == {
+        "http://www.spam.test/a": "excluded", "http://ham.test/b": "queued"}
+    domain = ExcludedDomain.objects.get()
+    admin_client.post(reverse("admin:frontier_excludeddomain_delete", args=[domain.id]), {"post": "yes"})
+    assert Url.objects.get(url="http://www.spam.test/a").state == "queued"
+
+
+def test_url_list_filters_by_status_class_and_by_host_without_listing_every_host(admin_client):
+    service.add_urls([service.Candidate(u) for u in ("http://a.test/1", "http://a.test/2", "http://b.test/3")])
+    Url.objects.filter(url="http://a.test/1").update(state="fetched", last_status=200)
+    Url.objects.filter(url="http://b.test/3").update(state="gone", last_status=404)
+    changelist = reverse("admin:frontier_url_changelist")
+    page = admin_client.get(changelist + "?status=2xx")
+    assert b"http://a.test/1" in page.content and b"http://b.test/3" not in page.content
+    assert b"http://b.test/3" in admin_client.get(changelist + "?status=404/410").content
+    host = Host.objects.get(origin="http://a.test")
+    page = admin_client.get(changelist + f"?host={host.id}")
+    assert b"http://a.test/2" in page.content and b"http://b.test/3" not in page.content
+    assert b"http://b.test" not in admin_client.get(changelist).content.split(b'id="changelist-filter"')[1]
+    hosts = admin_client.get(reverse("admin:frontier_host_changelist")).content
+    assert f'{changelist}?host={host.id}'.encode() in hosts  # each host links to its URLs
+
+
+def test_admin_lists_count_at_most_the_cap(admin_client, monkeypatch):
+    from crawlerweb import paging
+
+    monkeypatch.setattr(paging, "ADMIN_COUNT_CAP", 5)
+    service.add_urls([service.Candidate(f"http://a.test/{n}") for n in range(12)])
+    page = admin_client.get(reverse("admin:frontier_url_changelist") + "?state__exact=queued")
+    assert page.context["cl"].result_count == 6  # counted up to cap + 1, not all 12
+    assert page.context["cl"].paginator.count == 6
+
+
+def test_the_document_page_links_to_its_frontier_url(admin_client, crawled_rows):
+    url, doc = crawled_rows
+    page = admin_client.get(reverse("admin:indexer_document_change", args=[doc.id]))
+    assert reverse("admin:frontier_url_change", args=[url.id]).encode() in page.content

@@ -1,0 +1,125 @@
+"""The REST API (seeds, limits, metrics) and the dashboard. Every API answer is JSON; every
+refusal says why (see payloads.py for the validation and auth.py for who gets in)."""
+
+from django.conf import settings
+from django.contrib.admin.views.decorators import staff_member_required
+from django.db import DatabaseError
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods
+
+from frontier import service as frontier
+
+from . import metrics, payloads
+from .auth import admin_api, error
+
+REJECTION_MESSAGES = {
+    "empty": "empty URL",
+    "unparsable": "not a parsable URL",
+    "scheme": "only http and https URLs are crawled",
+    "credentials": "URLs with user names or passwords are refused",
+    "host": "no valid host name",
+    "url_too_long": "longer than the URL length limit",
+    "excluded_domain": "its domain is excluded",
+    "depth_limit": "beyond the depth limit",
+    "redirect_limit": "too many redirects",
+    "trap_repeated_segments": "looks like a crawler trap (repeated path segments)",
+    "host_quota": "its host has reached the per-host URL quota",
+}
+
+
+def _bad(exc: payloads.BadPayload) -> JsonResponse:
+    return error(exc.status, exc.message)
+
+
+@admin_api
+@require_http_methods(["POST"])
+def seed_urls(request):
+    try:
+        urls = payloads.seed_urls(payloads.read_json_object(request))
+    except payloads.BadPayload as exc:
+        return _bad(exc)
+    try:
+        result = frontier.add_seeds(urls)
+    except DatabaseError:
+        return error(503, "the database refused the change; nothing was applied, try again")
+    rejections = []
+    for index, verdict in enumerate(result.verdicts):
+        if verdict.startswith("rejected:"):
+            reason = verdict.removeprefix("rejected:")
+            rejections.append({"index": index, "url": urls[index], "reason": reason,
+                               "message": REJECTION_MESSAGES.get(reason, reason)})
+    return JsonResponse({
+        "accepted": len(urls) - len(rejections),
+        "added": result.admitted,  # new to the frontier
+        "alreadyKnown": len(urls) - len(rejections) - result.admitted,  # known, or repeated in the list
+        "rejected": len(rejections),
+        "rejections": rejections,
+    })
+
+
+def _limits_document(limits, **extra) -> dict:
+    return {
+        "depthLimit": limits.depth_limit,
+        "urlLengthLimit": limits.url_length_limit,
+        "maxUrlsPerHost": limits.max_urls_per_host,
+        "excludedDomains": sorted(limits.excluded_domains),
+        "version": limits.version,
+        **extra,
+    }
+
+
+@admin_api
+@require_http_methods(["GET", "POST"])
+def url_limit(request):
+    if request.method == "GET":
+        return JsonResponse(_limits_document(frontier.current_limits()))
+    try:
+        change = payloads.url_limits(payloads.read_json_object(request))
+    except payloads.BadPayload as exc:
+        return _bad(exc)
+    try:
+        applied = frontier.update_limits(**change.changes, exclude_domains=change.exclude_domains)
+    except DatabaseError:
+        return error(503, "the database refused the change; nothing was applied, try again")
+    return JsonResponse(_limits_document(applied.limits, addedDomains=applied.added_domains,
+                                         stoppedQueuedUrls=applied.stopped_urls))
+
+
+@admin_api
+@require_http_methods(["GET"])
+def metrics_view(request):
+    figures = metrics.snapshot()
+    wanted = request.GET.get("format", "")
+    accept = request.headers.get("Accept", "")
+    if wanted not in ("", "json", "prometheus", "openmetrics"):
+        return error(400, "format must be json, prometheus or openmetrics")
+    if wanted in ("prometheus", "openmetrics") or (not wanted and _prefers_prometheus(accept)):
+        if wanted == "prometheus":
+            accept = "text/plain"
+        elif wanted == "openmetrics":
+            accept = "application/openmetrics-text"
+        body, content_type = metrics.prometheus(figures, accept)
+        return HttpResponse(body, content_type=content_type)
+    return JsonResponse(figures)
+
+
+def _prefers_prometheus(accept: str) -> bool:
+    # Prometheus asks for openmetrics-text and text/plain; browsers and JSON clients don't.
+    return "application/json" not in accept and ("openmetrics-text" in accept or accept.startswith("text/plain"))
+
+
+@staff_member_required
+def dashboard(request):
+    refresh = settings.CRAWLER_DASHBOARD_REFRESH_SECONDS
+    try:
+        refresh = max(1.0, float(request.GET.get("refresh", refresh)))
+    except ValueError:
+        pass
+    return render(request, "console/dashboard.html", {"refresh_ms": int(refresh * 1000)})
+
+
+@admin_api
+@require_http_methods(["GET"])
+def dashboard_data(request):
+    return JsonResponse({"metrics": metrics.snapshot(), "history": metrics.history()})

@@ -1,0 +1,274 @@
+"""The REST API: who gets in, what each endpoint does, and every way a request can be wrong."""
+
+import json
+
+import pytest
+from django.contrib.auth.models import User
+from django.core.management import call_command
+from django.db import DatabaseError
+from django.test import Client
+
+from console.keys import check_key, create_key
+from console.models import ApiKey
+from frontier import service
+from frontier.models import CrawlLimits, ExcludedDomain, Seed, Url
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def api_key():
+    return create_key("tests")[1]
+
+
+@pytest.fixture
+def api(client, api_key):
+    """POST/GET with a valid API key."""
+
+    class Api:
+        def post(self, path, payload, **extra):
+            body = payload if isinstance(payload, (bytes, str)) else json.dumps(payload)
+            return client.post(path, body, content_type=extra.pop("content_type", "application/json"),
+                               HTTP_AUTHORIZATION=f"Bearer {api_key}", **extra)
+
+        def get(self, path, **extra):
+            return client.get(path, HTTP_AUTHORIZATION=f"Bearer {api_key}", **extra)
+
+    return Api()
+
+
+def error_of(response) -> str:
+    return response.json()["error"]
+
+
+# --- who gets in -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("path", ["/seed/urls", "/url/limit", "/metrics", "/dashboard/data"])
+def test_it_answers_401_without_credentials(client, path):
+    response = client.get(path) if path != "/seed/urls" else client.post(path, "{}", content_type="application/json")
+    assert response.status_code == 401
+    assert response["WWW-Authenticate"].startswith("Bearer")
+    assert "API key" in error_of(response)
+
+
+@pytest.mark.parametrize("header", ["Bearer cw_00000000_wrong", "Bearer nonsense", "Basic dXNlcjpwYXNz", "Bearer "])
+def test_it_refuses_a_bad_key_or_scheme(client, api_key, header):
+    response = client.get("/metrics", HTTP_AUTHORIZATION=header)
+    assert response.status_code == 401
+
+
+def test_it_refuses_a_key_with_the_right_prefix_and_a_wrong_secret(client, api_key):
+    prefix = api_key.split("_")[1]
+    response = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer cw_{prefix}_{'x' * 43}")
+    assert response.status_code == 401
+
+
+def test_it_refuses_a_revoked_key(client, api_key):
+    ApiKey.objects.update(revoked=True)
+    assert client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {api_key}").status_code == 401
+
+
+def test_it_stores_only_a_hash_and_records_use(api_key, api):
+    row = ApiKey.objects.get()
+    assert api_key not in (row.key_hash, row.prefix) and len(row.key_hash) == 64
+    assert row.last_used_at is None
+    assert api.get("/metrics").status_code == 200
+    row.refresh_from_db()
+    assert row.last_used_at is not None
+    assert check_key(api_key).pk == row.pk and check_key(api_key + "x") is None
+
+
+def test_the_management_command_prints_a_working_key(client, capsys):
+    call_command("createapikey", "prometheus")
+    key = capsys.readouterr().out.strip()
+    assert ApiKey.objects.get().name == "prometheus"
+    assert client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {key}").status_code == 200
+
+
+def test_a_non_staff_session_gets_403(client):
+    User.objects.create_user("reader", password="pw")
+    client.login(username="reader", password="pw")
+    assert client.get("/metrics").status_code == 403
+    assert error_of(client.get("/url/limit")) == "staff only"
+
+
+def test_a_staff_session_needs_the_csrf_token_to_change_anything():
+    User.objects.create_user("op", password="pw", is_staff=True)
+    browser = Client(enforce_csrf_checks=True)
+    browser.login(username="op", password="pw")
+    assert browser.get("/url/limit").status_code == 200  # reading needs no token
+    refused = browser.post("/url/limit", {"depthLimit": 3}, content_type="application/json")
+    assert refused.status_code == 403 and "CSRF" in error_of(refused)
+    assert CrawlLimits.objects.filter(depth_limit=3).count() == 0
+    browser.get("/admin/")  # any page that sets the CSRF cookie
+    token = browser.cookies["csrftoken"].value
+    accepted = browser.post("/url/limit", {"depthLimit": 3}, content_type="application/json",
+                            HTTP_X_CSRFTOKEN=token)
+    assert accepted.status_code == 200 and accepted.json()["depthLimit"] == 3
+
+
+def test_a_key_needs_no_csrf_token():
+    key = create_key("ci")[1]
+    response = Client(enforce_csrf_checks=True).post(
+        "/url/limit", {"depthLimit": 4}, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {key}")
+    assert response.status_code == 200
+
+
+def test_the_admin_creates_a_key_and_shows_it_once(admin_client):
+    page = admin_client.post("/admin/console/apikey/add/", {"name": "grafana"}, follow=True)
+    assert page.status_code == 200
+    row = ApiKey.objects.get(name="grafana")
+    shown = [str(m) for m in page.context["messages"] if "cw_" in str(m)]
+    key = shown[0].split(": ", 1)[1].split(" ")[0]
+    assert check_key(key).pk == row.pk
+
+
+# --- POST /seed/urls ------------------------------------------------------------------------
+
+def test_it_adds_seeds_and_says_why_each_rejected_one_was_refused(api):
+    service.add_urls([service.Candidate("http://known.test/")])
+    response = api.post("/seed/urls", {"urls": [
+        "HTTP://Example.TEST/a", "http://example.test/a#frag", "ftp://example.test/", "not a url",
+        "http://known.test/", "http://user:pw@example.test/", "http://example.test/b",
+    ]})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["accepted"] == 4 and body["added"] == 2 and body["alreadyKnown"] == 2
+    assert body["rejected"] == 3
+    assert [(r["index"], r["reason"]) for r in body["rejections"]] == [(2, "scheme"), (3, "scheme"), (5, "credentials")]
+    assert all(r["message"] for r in body["rejections"])
+    assert set(Url.objects.values_list("url", flat=True)) == {
+        "http://known.test/", "http://example.test/a", "http://example.test/b"}
+    assert Url.objects.get(url="http://example.test/a").depth == 0
+    assert sorted(Seed.objects.values_list("url", flat=True)) == [
+        "http://example.test/a", "http://example.test/b", "http://known.test/"]
+
+
+def test_seeds_of_an_excluded_domain_or_over_the_quota_are_rejected_with_reasons(api):
+    ExcludedDomain.objects.create(domain="blocked.test")
+    CrawlLimits.objects.update_or_create(pk=1, defaults={"max_urls_per_host": 2})
+    body = api.post("/seed/urls", {"urls": [
+        "http://www.blocked.test/", "http://q.test/1", "http://q.test/2", "http://q.test/3"]}).json()
+    reasons = {r["url"]: r["reason"] for r in body["rejections"]}
+    assert reasons["http://www.blocked.test/"] == "excluded_domain"
+    assert list(reasons.values()).count("host_quota") == 1
+    assert body["added"] == 2 and Url.objects.filter(host__origin="http://q.test").count() == 2
+
+
+def test_a_failing_database_leaves_no_seed_half_added(api, monkeypatch):
+    def broken(*args, **kwargs):
+        raise DatabaseError("disk full")
+
+    monkeypatch.setattr(Seed.objects, "bulk_create", broken)
+    response = api.post("/seed/urls", {"urls": ["http://a.test/", "http://b.test/"]})
+    assert response.status_code == 503 and "nothing was applied" in error_of(response)
+    assert not Url.objects.exists()
+
+
+@pytest.mark.parametrize("body, content_type, status, message", [
+    ('{"urls": ["http://a.test/"]', "application/json", 400, "malformed JSON"),
+    ("  ", "application/json", 400, "malformed JSON"),
+    ('["http://a.test/"]', "application/json", 400, "expected a JSON object, got an array"),
+    ('{"urls": "http://a.test/"}', "application/json", 400, "urls must be an array of strings, got a string"),
+    ('{"urls": []}', "application/json", 400, "urls is empty"),
+    ('{"urls": ["http://a.test/", 7]}', "application/json", 400, "urls[1] must be a string, got an integer"),
+    ('{"urls": [null]}', "application/json", 400, "urls[0] must be a string, got null"),
+    ('{"seeds": ["http://a.test/"]}', "application/json", 400, "unknown field(s): seeds"),
+    ('{"urls": ["http://a.test/"], "depth": 1}', "application/json", 400, "unknown field(s): depth"),
+    ('{}', "application/json", 400, "missing field: urls"),
+    ('{"urls": ["a"], "urls": ["b"]}', "application/json", 400, "duplicate key 'urls'"),
+    ('{"urls": [NaN]}', "application/json", 400, "NaN is not valid JSON"),
+    (b'{"urls": ["\xff"]}', "application/json", 400, "not UTF-8"),
+    ('urls=http://a.test/', "application/x-www-form-urlencoded", 415, "Content-Type: application/json"),
+])
+def test_bad_seed_payloads_get_a_clear_refusal(api, body, content_type, status, message):
+    response = api.post("/seed/urls", body, content_type=content_type)
+    assert response.status_code == status
+    assert message in error_of(response)
+    assert not Url.objects.exists()
+
+
+def test_too_many_seeds_and_huge_bodies_are_refused(api, settings):
+    settings.CRAWLER_API_MAX_SEEDS = 3
+    response = api.post("/seed/urls", {"urls": [f"http://a.test/{n}" for n in range(4)]})
+    assert response.status_code == 400 and "at most 3" in error_of(response)
+    settings.CRAWLER_API_MAX_BODY_BYTES = 2048
+    response = api.post("/seed/urls", {"urls": ["http://a.test/" + "x" * 3000]})
+    assert response.status_code == 413 and "limit is 2048" in error_of(response)
+    assert not Url.objects.exists()
+
+
+def test_the_wrong_method_gets_405(api):
+    assert api.get("/seed/urls").status_code == 405
+    assert api.post("/metrics", {}).status_code == 405
+
+
+# --- POST /url/limit ------------------------------------------------------------------------
+
+def test_it_sets_limits_and_reads_them_back(api):
+    response = api.post("/url/limit", {"depthLimit": 2, "urlLengthLimit": 100, "excludedDomains": ["Spam.TEST."]})
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["depthLimit"], body["urlLengthLimit"], body["excludedDomains"]) == (2, 100, ["spam.test"])
+    assert body["addedDomains"] == ["spam.test"]
+    assert api.get("/url/limit").json()["depthLimit"] == 2
+    # The frontier applies them to the next admissions.
+    result = service.add_urls([service.Candidate("http://a.test/deep", depth=3),
+                               service.Candidate("http://a.test/" + "x" * 100),
+                               service.Candidate("http://m.spam.test/")])
+    assert result.rejected == {"depth_limit": 1, "url_too_long": 1, "excluded_domain": 1}
+    # null goes back to the setting's default; domains given again are not added twice.
+    body = api.post("/url/limit", {"depthLimit": None, "excludedDomains": ["spam.test"]}).json()
+    assert body["depthLimit"] == 6 and body["addedDomains"] == [] and body["urlLengthLimit"] == 100
+    assert ExcludedDomain.objects.count() == 1
+
+
+def test_excluding_a_domain_stops_its_queued_urls_and_only_those(api):
+    service.add_urls([service.Candidate(u) for u in (
+        "http://ads.test/1", "http://cdn.ads.test:8080/2", "https://ads.test/3", "http://notads.test/4",
+        "http://ads.test.example/5")])
+    body = api.post("/url/limit", {"excludedDomains": ["ads.test"]}).json()
+    assert body["stoppedQueuedUrls"] == 3
+    states = dict(Url.objects.values_list("url", "state"))
+    assert states == {
+        "http://ads.test/1": "excluded", "http://cdn.ads.test:8080/2": "excluded", "https://ads.test/3": "excluded",
+        "http://notads.test/4": "queued", "http://ads.test.example/5": "queued"}
+    leased = {lease.origin for lease in service.lease_ready_hosts("test", 10)}
+    assert leased == {"http://notads.test", "http://ads.test.example"}
+
+
+@pytest.mark.parametrize("payload, message", [
+    ({}, "nothing to change"),
+    ({"depthLimit": -1}, "depthLimit must be between 0 and 1000, got -1"),
+    ({"depthLimit": "3"}, "depthLimit must be an integer or null, got a string"),
+    ({"depthLimit": 2.5}, "depthLimit must be an integer or null, got a number"),
+    ({"depthLimit": True}, "depthLimit must be an integer or null, got a boolean"),
+    ({"urlLengthLimit": 10}, "urlLengthLimit must be between 16 and 65536"),
+    ({"urlLengthLimit": 10**12}, "urlLengthLimit must be between 16 and 65536"),
+    ({"maxUrlsPerHost": 0}, "maxUrlsPerHost must be between 1"),
+    ({"depthLimit": 3, "excludeDomains": ["a.test"]}, "unknown field(s): excludeDomains"),
+    ({"excludedDomains": "a.test"}, "excludedDomains must be an array of domain names, got a string"),
+    ({"excludedDomains": [1]}, "excludedDomains[0] must be a string, got an integer"),
+    ({"excludedDomains": ["http://a.test/"]}, "not a domain name"),
+    ({"excludedDomains": ["a..test"]}, "not a valid domain name"),
+    ({"excludedDomains": [""]}, "empty domain"),
+    ({"excludedDomains": ["-bad-.test"]}, "not a valid domain name"),
+])
+def test_bad_limit_payloads_get_400_and_change_nothing(api, payload, message):
+    payload = {"depthLimit": 3, **payload} if "excludedDomains" in payload else payload
+    response = api.post("/url/limit", payload)
+    assert response.status_code == 400
+    assert message in error_of(response)
+    assert not CrawlLimits.objects.filter(depth_limit=3).exists()  # a valid field in the same call: not applied
+    assert not ExcludedDomain.objects.exists()
+
+
+def test_too_many_domains_are_refused(api, settings):
+    settings.CRAWLER_API_MAX_DOMAINS = 2
+    response = api.post("/url/limit", {"excludedDomains": ["a.test", "b.test", "c.test"]})
+    assert response.status_code == 400 and "at most 2" in error_of(response)
+
+
+def test_international_domains_are_stored_in_their_ascii_form(api):
+    assert api.post("/url/limit", {"excludedDomains": ["BÜCHER.example"]}).json()["excludedDomains"] == [
+        "xn--bcher-kva.example"]
