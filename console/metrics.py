@@ -76,15 +76,16 @@ def _rates(row: MetricSample) -> dict | None:
     seconds = (row.taken_at - earlier.taken_at).total_seconds()
     if seconds <= 0:
         return None
-    now_urls, then_urls = row.figures["urls"], earlier.figures["urls"]
+    # .get throughout: a sample kept from an older version may lack a figure.
+    now_urls, then_urls = row.figures.get("urls", {}), earlier.figures.get("urls", {})
 
     def per_second(key):
-        keys = set(now_urls[key]) | set(then_urls[key])
-        return {k: round((now_urls[key].get(k, 0) - then_urls[key].get(k, 0)) / seconds, 3) for k in sorted(keys)}
+        now, then = now_urls.get(key, {}), then_urls.get(key, {})
+        return {k: round((now.get(k, 0) - then.get(k, 0)) / seconds, 3) for k in sorted(set(now) | set(then))}
 
     return {
         "window_seconds": round(seconds, 3),
-        "fetched": round((now_urls["fetched"] - then_urls["fetched"]) / seconds, 3),
+        "fetched": round((now_urls.get("fetched", 0) - then_urls.get("fetched", 0)) / seconds, 3),
         "by_state": per_second("by_state"),
         "by_status": per_second("by_status"),
     }
