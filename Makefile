@@ -1,6 +1,7 @@
 # crawlerweb — the two commands a newcomer needs:
 #   make demo   set up, crawl the bundled sample web (embedded: SQLite, no broker), search it
-#   make test   set up, start PostgreSQL/Redis if needed, run the whole test suite
+#   make test   set up (incl. Chromium for the browser test), start PostgreSQL/Redis if needed,
+#               run the whole test suite
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
@@ -9,7 +10,7 @@ DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup demo demo-distributed test test-postgres test-sqlite services sampleweb clean bench bench-quick bench-frontier
+.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services sampleweb clean bench bench-quick bench-frontier bench-metrics
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +18,16 @@ $(VENV)/.installed: requirements.txt
 	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
-setup: $(VENV)/.installed
+# Chart.js for the dashboard, pinned in package-lock.json (needs npm; the crawl does not).
+node_modules/.installed: package.json package-lock.json
+	@if command -v npm >/dev/null; then npm ci --no-audit --no-fund --loglevel=error && touch $@; \
+	 else echo "npm not found: the dashboard will have no charts (install nodejs/npm)"; fi
+
+setup: $(VENV)/.installed node_modules/.installed
+
+# Debian's chromium, for the dashboard's browser test.
+setup-browser:
+	@command -v chromium >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 demo: setup
 	@mkdir -p var && rm -f $(DEMO_DB) $(DEMO_DB)-wal $(DEMO_DB)-shm var/demo-requests.log
@@ -35,6 +45,17 @@ demo-distributed: setup services
 services:
 	./scripts/services.sh
 
+# The whole stack on this machine (web/API/dashboard on :8000, dispatcher, worker, beat,
+# Flower on :5555), on PostgreSQL + Redis; Ctrl-C stops it. README: "The whole stack".
+STACK_DB ?= postgres://postgres@127.0.0.1:5432/crawlerweb_stack
+STACK_BROKER ?= redis://127.0.0.1:6379/11
+# Empty: the SSRF guard is on. `make stack STACK_ALLOWED_NETWORKS=127.0.0.0/8` crawls the sample web.
+STACK_ALLOWED_NETWORKS ?=
+stack: setup services
+	-psql -q -h 127.0.0.1 -U postgres -c "CREATE DATABASE crawlerweb_stack" 2>/dev/null
+	DATABASE_URL=$${DATABASE_URL:-$(STACK_DB)} CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(STACK_BROKER)} \
+	  CRAWLER_ALLOWED_NETWORKS=$(STACK_ALLOWED_NETWORKS) ./scripts/stack.sh
+
 # Benchmarks (docs/benchmarks.md). The full table (3 runs of every mode, standard size)
 # takes about 40 minutes; bench-quick about 2.
 BENCH_DB := postgres://postgres@127.0.0.1:5432/crawlerweb_bench
@@ -49,7 +70,12 @@ bench-frontier: setup services
 	DATABASE_URL=$(BENCH_DB) $(PY) manage.py migrate -v0
 	DATABASE_URL=$(BENCH_DB) $(PY) -m bench.frontier_scale
 
-test: setup services test-postgres test-sqlite
+bench-metrics: setup services
+	-psql -q -h 127.0.0.1 -U postgres -c "CREATE DATABASE crawlerweb_bench" 2>/dev/null
+	DATABASE_URL=$(BENCH_DB) $(PY) manage.py migrate -v0
+	DATABASE_URL=$(BENCH_DB) CELERY_BROKER_URL=redis://127.0.0.1:6379/12 $(PY) -m bench.metrics_scale
+
+test: setup setup-browser services test-postgres test-sqlite
 
 test-postgres:
 	DATABASE_URL=$(PG_URL) $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)

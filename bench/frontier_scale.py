@@ -38,8 +38,8 @@ def preload(urls: int, hosts: int = HOSTS) -> None:
         cur.execute("TRUNCATE frontier_url, frontier_host, frontier_deadletter RESTART IDENTITY CASCADE")
         cur.execute(
             """INSERT INTO frontier_host (origin, next_fetch_at, lease_owner, robots_body, robots_error,
-                                          url_count, created_at)
-               SELECT 'http://h' || i || '.frontier.test', now(), '', '', '', 0, now()
+                                          url_count, failures, created_at)
+               SELECT 'http://h' || i || '.frontier.test', now(), '', '', '', 0, 0, now()
                FROM generate_series(1, %s) AS i""", [hosts])
         cur.execute(
             """INSERT INTO frontier_url (url_hash, url, host_id, depth, redirect_hops, priority, state, outcome,

@@ -272,3 +272,34 @@ def test_too_many_domains_are_refused(api, settings):
 def test_international_domains_are_stored_in_their_ascii_form(api):
     assert api.post("/url/limit", {"excludedDomains": ["BÜCHER.example"]}).json()["excludedDomains"] == [
         "xn--bcher-kva.example"]
+
+
+# --- the documented contract ----------------------------------------------------------------
+
+def test_the_openapi_document_matches_the_api(api, settings):
+    import yaml
+    from django.urls import resolve
+
+    from console import payloads
+    from console.views import REJECTION_MESSAGES
+
+    spec = yaml.safe_load((settings.BASE_DIR / "docs" / "openapi.yaml").read_text())
+    for path in spec["paths"]:
+        assert resolve(path).url_name.startswith(("api-", "dashboard")), path
+    schemas = spec["components"]["schemas"]
+    reasons = schemas["SeedResult"]["properties"]["rejections"]["items"]["properties"]["reason"]["enum"]
+    assert set(reasons) == set(REJECTION_MESSAGES)
+    limit_body = spec["paths"]["/url/limit"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    assert set(limit_body["properties"]) == {"excludedDomains", *payloads._LIMIT_FIELDS}
+    for name, (_, low, high) in payloads._LIMIT_FIELDS.items():
+        assert (limit_body["properties"][name]["minimum"], limit_body["properties"][name]["maximum"]) == (low, high)
+    # Every documented figure is in a real answer, and the examples are accepted as documented.
+    figures = api.get("/metrics").json()
+    assert set(schemas["Metrics"]["required"]) <= set(figures)
+    assert set(schemas["Metrics"]["properties"]["urls"]["properties"]) == set(figures["urls"])
+    example = spec["paths"]["/seed/urls"]["post"]["requestBody"]["content"]["application/json"]["example"]
+    answer = api.post("/seed/urls", example).json()
+    documented = spec["paths"]["/seed/urls"]["post"]["responses"]["200"]["content"]["application/json"]["example"]
+    assert answer == documented
+    example = spec["paths"]["/url/limit"]["post"]["requestBody"]["content"]["application/json"]["example"]
+    assert api.post("/url/limit", example).status_code == 200
