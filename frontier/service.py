@@ -20,8 +20,15 @@ from django.utils import timezone
 
 from . import politeness
 from .controls import (  # noqa: F401  (the frontier's steering, for the API, admin and beat)
-    UNSET, InvalidDomain, LimitsChange, canonical_domain, origin_excluded, resume_excluded_urls,
-    stop_queued_urls, sweep_expired_leases, update_limits,
+    UNSET,
+    InvalidDomain,
+    LimitsChange,
+    canonical_domain,
+    origin_excluded,
+    resume_excluded_urls,
+    stop_queued_urls,
+    sweep_expired_leases,
+    update_limits,
 )
 from .filters import rejection_reason
 from .limits import current_limits

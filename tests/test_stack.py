@@ -138,8 +138,10 @@ def test_the_procfile_stack_crawls_reports_and_stops_cleanly(tmp_path, stack):
             wait_for(lambda: not service.has_pending_work(), CRAWL_TIMEOUT, "the crawl to finish", stack)
         assert_complete_and_polite(web, audit(web))
 
-        figures = api.get(f"{stack.web}/metrics?format=json", timeout=10).json()
-        assert figures["urls"]["by_state"]["queued"] == 0 and figures["urls"]["fetched"] > 0
+        # Figures may be a sample up to CRAWLER_METRICS_MAX_AGE old: wait for one after the crawl.
+        figures = wait_for(lambda: (lambda f: f if f["urls"]["by_state"]["queued"] == 0 else None)(
+            api.get(f"{stack.web}/metrics?format=json", timeout=10).json()), 30, "figures after the crawl", stack)
+        assert figures["urls"]["fetched"] > 0
         assert figures["fetch_queues"] is not None  # the web process sees the broker
         prometheus = api.get(f"{stack.web}/metrics", headers={"Accept": "text/plain"}, timeout=10)
         assert b"crawlerweb_urls{state=\"fetched\"}" in prometheus.content
