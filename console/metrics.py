@@ -56,11 +56,10 @@ def latest(max_age: float | None = None) -> MetricSample:
 def snapshot(max_age: float | None = None) -> dict:
     """What GET /metrics answers: the figures, their age, and rates."""
     row = latest(max_age)
-    now = timezone.now()
     figures = dict(row.figures)
     figures["rates_per_second"] = _rates(row)
     figures["sampled_at"] = row.taken_at.isoformat()
-    figures["age_seconds"] = round((now - row.taken_at).total_seconds(), 3)
+    figures["age_seconds"] = round((timezone.now() - row.taken_at).total_seconds(), 3)
     return figures
 
 

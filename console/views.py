@@ -86,19 +86,20 @@ def url_limit(request):
                                          stoppedQueuedUrls=applied.stopped_urls))
 
 
+# ?format= names an exposition format; the Accept header it stands for picks the encoder.
+_FORMAT_ACCEPT = {"json": "application/json", "prometheus": "text/plain",
+                  "openmetrics": "application/openmetrics-text"}
+
+
 @admin_api
 @require_http_methods(["GET"])
 def metrics_view(request):
-    figures = metrics.snapshot()
     wanted = request.GET.get("format", "")
-    accept = request.headers.get("Accept", "")
-    if wanted not in ("", "json", "prometheus", "openmetrics"):
+    if wanted and wanted not in _FORMAT_ACCEPT:
         return error(400, "format must be json, prometheus or openmetrics")
-    if wanted in ("prometheus", "openmetrics") or (not wanted and _prefers_prometheus(accept)):
-        if wanted == "prometheus":
-            accept = "text/plain"
-        elif wanted == "openmetrics":
-            accept = "application/openmetrics-text"
+    accept = _FORMAT_ACCEPT.get(wanted) or request.headers.get("Accept", "")
+    figures = metrics.snapshot()
+    if _prefers_prometheus(accept):
         body, content_type = metrics.prometheus(figures, accept)
         return HttpResponse(body, content_type=content_type)
     return JsonResponse(figures)

@@ -5,6 +5,7 @@ never sees it half-applied, and bumps CrawlLimits.version so running workers pic
 within LIMITS_RECHECK_SECONDS without a restart (see limits.py).
 """
 
+import functools
 import ipaddress
 import re
 from dataclasses import dataclass
@@ -15,7 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .limits import Limits, current_limits
+from .limits import Limits, current_limits, domain_excluded
 from .models import CrawlLimits, ExcludedDomain, Host, ServerAddress, Url, UrlState
 
 _LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
@@ -32,7 +33,7 @@ def canonical_domain(raw: str) -> str:
     text = raw.strip().lower().rstrip(".")
     if not text:
         raise InvalidDomain("empty domain")
-    if "/" in text or ":" in text and not _is_ip(text):
+    if "/" in text or (":" in text and not _is_ip(text)):
         raise InvalidDomain(f"{raw!r} is not a domain name (give 'example.com', not a URL)")
     if _is_ip(text):
         return text
@@ -91,35 +92,36 @@ def stop_queued_urls(domains: list[str]) -> int:
 
 
 def resume_excluded_urls(domains: list[str]) -> int:
-    """A domain taken off the list: its stopped URLs wait in the queue again."""
-    still = Limits(0, 0, 0, 0, frozenset(ExcludedDomain.objects.values_list("domain", flat=True)), 0)
-    host_ids = [h for h in hosts_under(domains) if not _host_excluded(h, still)]
+    """A domain taken off the list: its stopped URLs wait in the queue again (unless another
+    excluded domain still covers their host)."""
+    still = set(ExcludedDomain.objects.values_list("domain", flat=True))
+    host_ids = [host_id for host_id, origin in _hosts_under(domains)
+                if not domain_excluded(origin_hostname(origin), still)]
     if not host_ids:
         return 0
     return Url.objects.filter(host_id__in=host_ids, state=UrlState.EXCLUDED).update(
         state=UrlState.QUEUED, outcome="", next_fetch_at=timezone.now())
 
 
-def _host_excluded(host_id: int, limits: Limits) -> bool:
-    origin = Host.objects.filter(id=host_id).values_list("origin", flat=True).first() or ""
-    return limits.is_excluded(origin_hostname(origin))
-
-
 def hosts_under(domains: list[str]) -> list[int]:
-    """Ids of hosts whose name is one of these domains or a subdomain of one.
+    """Ids of hosts whose name is one of these domains or a subdomain of one."""
+    return [host_id for host_id, _ in _hosts_under(domains)]
 
-    A substring scan of the host table narrows it down, Python decides: an admin action,
-    rare, and correct for ports, schemes and names that merely contain the domain."""
+
+def _hosts_under(domains: list[str]) -> list[tuple[int, str]]:
+    # A substring scan of the host table narrows it down, Python decides: an admin action,
+    # rare, and correct for ports, schemes and names that merely contain the domain.
     if not domains:
         return []
     narrowing = Q()
     for domain in domains:
         narrowing |= Q(origin__contains=domain)
-    wanted = Limits(0, 0, 0, 0, frozenset(domains), 0)
-    return [host_id for host_id, origin in Host.objects.filter(narrowing).values_list("id", "origin").iterator()
-            if wanted.is_excluded(origin_hostname(origin))]
+    wanted = set(domains)
+    candidates = Host.objects.filter(narrowing).values_list("id", "origin").iterator()
+    return [(host_id, origin) for host_id, origin in candidates if domain_excluded(origin_hostname(origin), wanted)]
 
 
+@functools.lru_cache(maxsize=4096)  # fetch workers ask once per request, for few origins
 def origin_hostname(origin: str) -> str:
     host = urlsplit(origin).hostname or ""
     return f"[{host}]" if ":" in host else host

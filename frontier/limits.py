@@ -26,11 +26,15 @@ class Limits:
     version: int
 
     def is_excluded(self, host: str) -> bool:
-        """True for an excluded domain and every subdomain of it."""
-        if not self.excluded_domains:
-            return False
-        labels = host.split(".")
-        return any(".".join(labels[i:]) in self.excluded_domains for i in range(len(labels)))
+        return domain_excluded(host, self.excluded_domains)
+
+
+def domain_excluded(host: str, domains: frozenset[str] | set[str]) -> bool:
+    """True when host is one of the domains or a subdomain of one."""
+    if not domains:
+        return False
+    labels = host.split(".")
+    return any(".".join(labels[i:]) in domains for i in range(len(labels)))
 
 
 _lock = threading.Lock()

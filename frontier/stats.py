@@ -1,7 +1,9 @@
 """Figures about the frontier for /metrics and the dashboard, in as few scans as possible.
 
-The URL table is the big one (millions of rows): every per-URL figure comes out of ONE
-grouped scan; the host table gets one aggregate query plus one for hosts ready now.
+The URL table is the big one (millions of rows): the counts by state, status, priority,
+outcome and recent window all come out of ONE grouped scan; the host table gets one
+aggregate query plus one for hosts ready now. The dashboard's lists (top hosts, recent
+errors) add three queries restricted to fetched or failed URLs.
 """
 
 from collections import Counter

@@ -83,6 +83,13 @@ def install_fake_dns(monkeypatch) -> FakeDns:
     return names
 
 
+def free_port() -> int:
+    """A loopback TCP port nobody listens on right now (for servers the tests start)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 BROKER = os.environ.get("CRAWLER_TEST_BROKER_URL", "redis://127.0.0.1:6379/14")
 
 

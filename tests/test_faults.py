@@ -12,7 +12,6 @@ and bounded by what could have been in flight.
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ from .crawl_helpers import (
     audit,
     distributed_cluster,
     fetched_count,
+    free_port,
     once_fetched,
     sample_web,
 )
@@ -107,12 +107,6 @@ def test_a_killed_embedded_crawler_continues_where_it_stopped(tmp_path):
     assert_complete_and_polite(web, report, allow_duplicates=True)
     # only what the killed process had fetched but not yet recorded: at most its threads' batches
     assert report_duplicates("embedded killed", report) <= CONCURRENCY * BATCH
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def start_redis(port: int) -> subprocess.Popen:

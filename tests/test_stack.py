@@ -5,7 +5,6 @@ its periodic tasks, Flower shows the worker and its fetch tasks, and SIGTERM sto
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,19 +24,13 @@ from frontier import service
 from frontier.models import Host
 from indexer.backends import get_search_backend
 
-from .crawl_helpers import assert_complete_and_polite, audit, child_env, sample_web
+from .crawl_helpers import assert_complete_and_polite, audit, child_env, free_port, sample_web
 
 pytestmark = [pytest.mark.crawl, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
 FLOWER_LOGIN = ("operator", "flower-test-pass")
 STARTUP_TIMEOUT = 60
 CRAWL_TIMEOUT = 180
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for(check, timeout: float, what: str, proc: subprocess.Popen):
