@@ -3,11 +3,12 @@
 Starts the sample web at a chosen size, crawls it in each chosen mode, waits for the end,
 audits the crawl from the sample web's own request log, and prints and writes (JSON) the
 figures: pages/s (whole crawl and steady state), CPU ms per page by process kind, peak RSS,
-database bytes per page, completeness, duplicate fetches, politeness, and the fraction of
+database and WARC archive bytes per page, completeness, duplicate fetches, politeness, and the fraction of
 the raw ceiling (bench/ceiling.py: the same pages fetched and parsed in a bare loop).
 
     python -m bench.run --size quick --modes embedded
     python -m bench.run --size standard --modes embedded,distributed:1,distributed:2,distributed:4,ceiling --runs 3
+    python -m bench.run --size quick --modes embedded,distributed:2 --no-warc   # the archive's cost
 
 Modes: embedded (SQLite, `manage.py crawl`), distributed:N (PostgreSQL + Redis, one
 dispatcher, N Celery worker processes), ceiling. Distributed runs use the PostgreSQL
@@ -20,6 +21,7 @@ or misses more than 0.5% of the ground truth.
 import argparse
 import json
 import os
+import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -75,7 +77,7 @@ def run_embedded(web, env: dict, workdir: Path, timeout: float) -> dict:
     db = workdir / "embedded.sqlite3"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
-    env = env | {"DATABASE_URL": f"sqlite:///{db}"}
+    env = env | {"DATABASE_URL": f"sqlite:///{db}"} | _fresh_warc_dir(workdir)
     manage(env, "migrate", "-v0")
     empty_size = _sqlite_size(db)
     out = workdir / "embedded-crawl.json"
@@ -94,7 +96,18 @@ def run_embedded(web, env: dict, workdir: Path, timeout: float) -> dict:
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         figures["counts"] = _counts(conn.cursor())
     figures["db_bytes"] = _sqlite_size(db) - empty_size
+    figures["warc_bytes"] = _warc_size(env)
     return figures
+
+
+def _fresh_warc_dir(workdir: Path) -> dict:
+    warc_dir = workdir / "warc"
+    shutil.rmtree(warc_dir, ignore_errors=True)
+    return {"CRAWLER_WARC_DIR": str(warc_dir)}
+
+
+def _warc_size(env: dict) -> int:
+    return sum(p.stat().st_size for p in Path(env["CRAWLER_WARC_DIR"]).glob("*.warc.gz"))
 
 
 def _wait4(proc: subprocess.Popen, timeout: float):
@@ -147,10 +160,10 @@ def _reset_distributed() -> None:
     redis.Redis.from_url(BENCH_BROKER_URL).flushdb()
 
 
-def run_distributed(web, env: dict, workers: int, timeout: float) -> dict:
+def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float) -> dict:
     import psycopg
 
-    env = env | {"DATABASE_URL": BENCH_DATABASE_URL, "CELERY_BROKER_URL": BENCH_BROKER_URL}
+    env = env | {"DATABASE_URL": BENCH_DATABASE_URL, "CELERY_BROKER_URL": BENCH_BROKER_URL} | _fresh_warc_dir(workdir)
     _reset_distributed()
     postgres, redis_meter = ServiceMeter("postgres"), ServiceMeter("redis-server")
     with run_cluster(env, workers=workers, dispatchers=1, concurrency=int(env["CELERY_WORKER_CONCURRENCY"])) as cluster:
@@ -192,6 +205,7 @@ def run_distributed(web, env: dict, workers: int, timeout: float) -> dict:
         "postgresql_backend": pg_rss, "redis": redis_rss, "sample_web": peak_rss_mb(web.server_pid),
     }
     figures["worker_rss_mb"] = _rss_trend(rss_samples)
+    figures["warc_bytes"] = _warc_size(env)
     return figures
 
 
@@ -281,6 +295,7 @@ def report(mode: str, web, log_path, figures: dict) -> dict:
         "peak_rss_mb": figures["peak_rss_mb"],
         "worker_rss_mb": figures.get("worker_rss_mb", {}),
         "db_bytes_per_page": round(figures["db_bytes"] / max(pages, 1)),
+        "warc_bytes_per_page": round(figures["warc_bytes"] / max(pages, 1)),
         "ground_truth": truth,
         "completeness_percent": round(100 * (len(audit["fetched"]) - len(audit["unexpected"])) / truth, 2),
         "missing": len(audit["missing"]),
@@ -317,6 +332,7 @@ def medians(runs: list[dict]) -> dict:
         }
         summary["peak_rss_mb"] = {k: max(r["peak_rss_mb"][k] for r in runs) for k in runs[0]["peak_rss_mb"]}
         summary["db_bytes_per_page"] = statistics.median(r["db_bytes_per_page"] for r in runs)
+        summary["warc_bytes_per_page"] = statistics.median(r["warc_bytes_per_page"] for r in runs)
     return summary
 
 
@@ -343,6 +359,7 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--out", default="var/bench", help="folder for the JSON results")
     parser.add_argument("--timeout", type=float, default=1800, help="per crawl, seconds")
+    parser.add_argument("--no-warc", action="store_true", help="crawl with the WARC archive off (its cost)")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for mode in modes:
@@ -350,7 +367,7 @@ def main(argv=None) -> int:
             parser.error(f"unknown mode {mode!r}")
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ) | CRAWL_ENV
+    env = dict(os.environ) | CRAWL_ENV | {"CRAWLER_WARC_ENABLED": "false" if args.no_warc else "true"}
     if any(m.startswith("distributed") for m in modes):
         prepare_postgres(env)
     config = SIZES[args.size]
@@ -366,7 +383,7 @@ def main(argv=None) -> int:
                     elif mode == "ceiling":
                         ceiling = run_ceiling(web, env, workdir)
                     else:
-                        figures = run_distributed(web, env, int(mode.split(":")[1]), args.timeout)
+                        figures = run_distributed(web, env, int(mode.split(":")[1]), workdir, args.timeout)
                 if mode == "ceiling":
                     result = {"mode": "ceiling", **ceiling, "steady_pages_per_second": steady_rate(log_path)}
                 else:

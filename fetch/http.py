@@ -110,6 +110,13 @@ class FetchResult:
     elapsed: float = 0.0
     final_url: str = ""
     address: str = ""  # the server address the last connection went to
+    # For the WARC archive: the response as received (header order and repeats kept).
+    started_at: float = 0.0  # wall clock, seconds since the epoch
+    http_version: int = 11
+    reason: str = ""
+    response_headers: list[tuple[str, str]] = field(default_factory=list)
+    body_read: bool = False  # False: the body was not downloaded (not a type asked for)
+    redirects: list["FetchResult"] = field(default_factory=list)  # hops followed before this response
 
     @property
     def content_type(self) -> str:
@@ -117,11 +124,16 @@ class FetchResult:
 
     @property
     def charset(self) -> str | None:
-        for part in self.headers.get("content-type", "").split(";")[1:]:
-            name, _, value = part.partition("=")
-            if name.strip().lower() == "charset" and value.strip():
-                return value.strip().strip("\"'")
-        return None
+        return charset_of(self.headers.get("content-type", ""))
+
+
+def charset_of(content_type: str) -> str | None:
+    """The charset parameter of a Content-Type value, if any."""
+    for part in content_type.split(";")[1:]:
+        name, _, value = part.partition("=")
+        if name.strip().lower() == "charset" and value.strip():
+            return value.strip().strip("\"'")
+    return None
 
 
 _local = threading.local()
@@ -142,7 +154,8 @@ def _pool_manager() -> urllib3.PoolManager:
     return manager
 
 
-def _request_headers() -> dict[str, str]:
+def request_headers() -> dict[str, str]:
+    """The headers every request sends (urllib3 adds only Host)."""
     return {
         "User-Agent": settings.CRAWLER_USER_AGENT,
         "Accept": "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5",
@@ -164,7 +177,7 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
     max_bytes = max_bytes or settings.CRAWLER_MAX_BODY_BYTES
     started = time.monotonic()
     deadline = started + settings.CRAWLER_TOTAL_DEADLINE
-    result = FetchResult(url=url, final_url=url)
+    result = FetchResult(url=url, final_url=url, started_at=time.time())
     timeout = urllib3.Timeout(
         connect=settings.CRAWLER_CONNECT_TIMEOUT,
         read=min(settings.CRAWLER_READ_TIMEOUT, settings.CRAWLER_TOTAL_DEADLINE),
@@ -173,11 +186,12 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
         current = url
         for hop in range(ROBOTS_MAX_REDIRECTS + 1):
             resp = _pool_manager().urlopen(
-                "GET", current, headers=_request_headers(), redirect=False, retries=False,
+                "GET", current, headers=request_headers(), redirect=False, retries=False,
                 preload_content=False, timeout=timeout,
             )
             try:
-                result.status = resp.status
+                result.status, result.reason, result.http_version = resp.status, resp.reason or "", resp.version
+                result.response_headers = list(resp.headers.items())
                 result.headers = {k.lower(): v for k, v in resp.headers.itermerged()}
                 result.final_url = current
                 result.address = getattr(resp.connection, "peer_address", "") or result.address
@@ -186,9 +200,12 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
                     if hop == ROBOTS_MAX_REDIRECTS:
                         result.error, result.error_detail = "redirect_limit", f"more than {hop} redirects"
                         break
+                    result.redirects.append(_hop(result))
                     current = urljoin(current, location)
+                    result.started_at = time.time()
                     continue
                 if body_types is None or result.content_type in body_types:
+                    result.body_read = True
                     result.body = _read_body(resp, max_bytes, deadline, result)
                 break
             finally:
@@ -214,6 +231,15 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
         result.error, result.error_detail = "protocol", f"{type(exc).__name__}: {exc}"[:200]
     result.elapsed = time.monotonic() - started
     return result
+
+
+def _hop(result: FetchResult) -> FetchResult:
+    """A redirect response that was followed (its body is not read)."""
+    return FetchResult(
+        url=result.final_url, status=result.status, headers=result.headers, final_url=result.final_url,
+        address=result.address, started_at=result.started_at, http_version=result.http_version,
+        reason=result.reason, response_headers=result.response_headers,
+    )
 
 
 def _finish(resp) -> None:

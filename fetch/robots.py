@@ -20,7 +20,7 @@ from protego import Protego
 
 from frontier import service as frontier
 
-from . import http
+from . import archive, http
 
 
 @dataclass(frozen=True)
@@ -55,6 +55,7 @@ def refresh(host: frontier.HostView) -> tuple[frontier.HostView, http.FetchResul
     result = http.fetch(
         host.origin + "/robots.txt", max_bytes=settings.CRAWLER_ROBOTS_MAX_BYTES, follow_redirects=True
     )
+    archive.record(result)
     now = timezone.now()
     status = result.status if not result.error or result.error in ("too_large", "deadline") else None
     body = result.body.decode("utf-8", errors="replace") if status and 200 <= status < 300 else ""

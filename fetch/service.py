@@ -31,7 +31,7 @@ from frontier import service as frontier
 from frontier.outcomes import RETRY_AFTER_STATUSES, FetchReport
 from indexer import service as indexer
 
-from . import http, robots
+from . import archive, http, robots
 
 
 @dataclass
@@ -218,12 +218,14 @@ def fetch_one(batch: BatchResult, url_id: int, url: str, depth: int, hops: int,
     result = http.fetch(url, body_types=indexer.HTML_TYPES)
     if result.error == "dns_unavailable":
         return result, 0.0
+    archived = archive.record(result)  # an OSError (disk full) fails the batch: its URLs wait
     if result.error or result.status is None:
         batch.reports.append((FetchReport(url_id, status=result.status, error=result.error or "no_response"), attempts))
         return result, 0.0
     status = result.status
     if 200 <= status < 300:
-        page = indexer.prepare_page(url_id, url, status, result.content_type, result.charset, result.body)
+        page = indexer.prepare_page(url_id, url, status, result.content_type, result.charset, result.body,
+                                    archived=archived)
         batch.pages.append((page, depth, attempts))
         return result, 0.0
     if 300 <= status < 400 and status != 304:

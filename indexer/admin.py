@@ -1,19 +1,31 @@
+import codecs
+
 from django.contrib import admin
-from django.urls import reverse
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils.html import format_html
 
 from crawlerweb.paging import CappedCountPaginator
+from fetch import archive, http
 
 from .models import Document
+
+# Shown in the page; the whole body is one click away as a download.
+RAW_PREVIEW_BYTES = 256 * 1024
 
 
 @admin.register(Document)
 class DocumentAdmin(admin.ModelAdmin):
-    list_display = ("address", "title", "status", "size", "indexed", "noindex", "duplicate_of", "fetched_at")
+    list_display = ("address", "raw_link", "title", "status", "size", "indexed", "noindex", "duplicate_of",
+                    "fetched_at")
     list_filter = ("indexed", "noindex")  # booleans: fixed choices, no DISTINCT scan
     search_fields = ("address", "title")
     raw_id_fields = ("url", "duplicate_of")
-    readonly_fields = ("url_link", "content_hash", "size", "status", "fetched_at")
+    readonly_fields = ("url_link", "raw_link", "content_hash", "size", "status", "fetched_at",
+                       "warc_file", "warc_offset", "warc_length")
     paginator = CappedCountPaginator
     show_full_result_count = False
     list_per_page = 100
@@ -22,3 +34,67 @@ class DocumentAdmin(admin.ModelAdmin):
     def url_link(self, document):
         return format_html('<a href="{}">{}</a>', reverse("admin:frontier_url_change", args=[document.url_id]),
                            document.address)
+
+    @admin.display(description="raw response")
+    def raw_link(self, document):
+        if not document.warc_file:
+            return "not archived"
+        return format_html('<a href="{}">raw response</a>', reverse("admin:indexer_document_raw", args=[document.pk]))
+
+    def get_urls(self):
+        raw = path("<int:document_id>/raw/", self.admin_site.admin_view(self.raw_response_view),
+                   name="indexer_document_raw")
+        return [raw, *super().get_urls()]
+
+    def raw_response_view(self, request, document_id):
+        """The archived response of a document: headers and body as received.
+
+        The body comes from the web: it is shown as escaped text and downloaded as an
+        attachment, never rendered in the admin's origin.
+        """
+        document = get_object_or_404(Document, pk=document_id)
+        if not self.has_view_permission(request, document):
+            raise PermissionDenied
+        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "document": document,
+                   "title": f"Raw response: {document.address}"}
+        if not document.warc_file:
+            context["problem"] = ("This document has no archived response: it was fetched while "
+                                  "CRAWLER_WARC_ENABLED was off, or before the archive existed. "
+                                  "Its next fetch will archive it.")
+            return TemplateResponse(request, "admin/indexer/document/raw_response.html", context, status=404)
+        location = archive.Location(document.warc_file, document.warc_offset or 0, document.warc_length or 0)
+        try:
+            response = archive.read_response(location)
+        except archive.ArchiveUnavailable as exc:
+            context["problem"] = str(exc)
+            return TemplateResponse(request, "admin/indexer/document/raw_response.html", context, status=404)
+        download = request.GET.get("download")
+        if download == "body":
+            return _attachment(response.body, "application/octet-stream", f"document-{document.pk}.body")
+        if download == "warc":
+            return _attachment(response.record_bytes, "application/warc", f"document-{document.pk}.warc.gz")
+        if download is not None:
+            raise Http404("download is body or warc")
+        context.update(
+            response=response, body_text=_preview(response),
+            body_cut=len(response.body) > RAW_PREVIEW_BYTES, preview_bytes=RAW_PREVIEW_BYTES,
+        )
+        return TemplateResponse(request, "admin/indexer/document/raw_response.html", context)
+
+
+def _preview(response: archive.ArchivedResponse) -> str:
+    content_type = next((value for name, value in response.http_headers if name.lower() == "content-type"), "")
+    charset = http.charset_of(content_type) or "utf-8"
+    try:
+        codecs.lookup(charset)
+    except LookupError:
+        charset = "utf-8"  # a lying or unknown charset: show what we can
+    return response.body[:RAW_PREVIEW_BYTES].decode(charset, errors="replace")
+
+
+def _attachment(content: bytes, content_type: str, filename: str) -> HttpResponse:
+    response = HttpResponse(content, content_type=content_type)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "sandbox"  # if a browser shows it anyway: no scripts, no origin
+    return response

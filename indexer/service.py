@@ -23,7 +23,7 @@ from .parse import ParsedPage, parse_html
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 _DOCUMENT_FIELDS = [
     "address", "title", "headings", "body", "content_hash", "content_type", "status", "size",
-    "noindex", "duplicate_of", "indexed", "fetched_at",
+    "noindex", "duplicate_of", "indexed", "fetched_at", "warc_file", "warc_offset", "warc_length",
 ]
 
 
@@ -38,6 +38,7 @@ class PreparedPage:
     content_hash: str
     size: int
     parsed: ParsedPage | None  # None when the body is not HTML
+    archived: tuple[str, int, int] | None = None  # the raw response's WARC (file, offset, length)
 
     @property
     def links(self) -> list[str]:
@@ -60,7 +61,7 @@ def looks_binary(body: bytes) -> bool:
 
 
 def prepare_page(url_id: int, url: str, status: int, content_type: str, charset: str | None,
-                 body: bytes) -> PreparedPage:
+                 body: bytes, archived: tuple[str, int, int] | None = None) -> PreparedPage:
     """Hash and parse one response; no database access."""
     parsed = None
     if content_type in HTML_TYPES and not looks_binary(body):
@@ -68,7 +69,7 @@ def prepare_page(url_id: int, url: str, status: int, content_type: str, charset:
             body, url, charset,
             max_links=settings.CRAWLER_MAX_LINKS_PER_PAGE, max_chars=settings.CRAWLER_MAX_INDEX_CHARS,
         )
-    return PreparedPage(url_id, url, status, content_type, content_hash(body), len(body), parsed)
+    return PreparedPage(url_id, url, status, content_type, content_hash(body), len(body), parsed, archived)
 
 
 def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
@@ -92,6 +93,7 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
                 url_id=p.url_id, address=p.url, title=p.parsed.title, headings=p.parsed.headings,
                 body=p.parsed.text, content_hash=p.content_hash, content_type=p.content_type,
                 status=p.status, size=p.size, noindex=p.parsed.noindex, duplicate_of=None, indexed=False,
+                **_warc_fields(p.archived),
             )
             for p in html
         ]
@@ -112,6 +114,11 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
             backend.add(indexable)
             Document.objects.filter(id__in=indexable).update(indexed=True)
     return details
+
+
+def _warc_fields(archived: tuple[str, int, int] | None) -> dict:
+    filename, offset, length = archived or ("", None, None)
+    return {"warc_file": filename, "warc_offset": offset, "warc_length": length}
 
 
 def _claim_fingerprints(docs: list[Document]) -> dict[str, int]:

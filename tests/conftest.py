@@ -2,10 +2,15 @@
 suite on PostgreSQL and again on SQLite) and reach the sample web on loopback only."""
 
 import ipaddress
+import shutil
+import tempfile
 
 import pytest
 from django.db import connection
 from django.test import override_settings
+
+# The WARC archive of every test crawl, in-process and in child processes; removed at the end.
+TEST_WARC_DIR = tempfile.mkdtemp(prefix="crawlerweb-test-warc-")
 
 # Fast, loopback-allowed settings for tests; a test that checks the SSRF default overrides
 # CRAWLER_ALLOWED_NETWORKS back to empty.
@@ -17,6 +22,7 @@ TEST_SETTINGS = dict(
     CRAWLER_CONNECT_TIMEOUT=2.0,
     CRAWLER_READ_TIMEOUT=5.0,
     CRAWLER_TOTAL_DEADLINE=10.0,
+    CRAWLER_WARC_DIR=TEST_WARC_DIR,
 )
 
 
@@ -46,6 +52,13 @@ def module_test_settings():
         forget_limits()
         yield
     forget_limits()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    from fetch import archive
+
+    archive.close()
+    shutil.rmtree(TEST_WARC_DIR, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -2,17 +2,26 @@
 every complete, polite crawl must pass (judged from the sample web's own request log)."""
 
 import contextlib
+import hashlib
 import ipaddress
 import os
 import socket
 import time
+from collections import Counter
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import redis
 from django.db import connection
 
 from bench.cluster import run_cluster
 from bench.sampleweb import WebConfig, audit_log, run_server
+from bench.sampleweb.audit import read_log
+from fetch import archive
 from frontier.models import Url
+from indexer.models import Document
+
+from .conftest import TEST_WARC_DIR
 
 # Small enough for CI, with every feature: 8 hosts, 10 pages each, Crawl-delay hosts,
 # slow/flaky/trap hosts, redirects, duplicates, 404/410.
@@ -50,6 +59,41 @@ def assert_complete_and_polite(web, report, *, allow_duplicates=False):
     assert not Url.objects.filter(state="queued").exists()
     recorded = set(Url.objects.exclude(last_fetched_at=None).values_list("url", flat=True))
     assert recorded == truth
+
+
+def warc_records(directory, check_digests: bool = True) -> list[dict]:
+    """Every record of every WARC file in `directory`, checked against its digests unless told not to."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    found = []
+    for path in sorted(Path(directory).glob("*.warc.gz")):
+        with open(path, "rb") as f:
+            iterator = ArchiveIterator(f, check_digests="raise" if check_digests else False)
+            for rec in iterator:
+                body = rec.content_stream().read()  # before the offset: asking for it reads the record to its end
+                found.append({"file": path.name, "offset": iterator.get_record_offset(), "type": rec.rec_type,
+                              "uri": rec.rec_headers.get_header("WARC-Target-URI"), "body": body,
+                              "id": rec.rec_headers.get_header("WARC-Record-ID"),
+                              "concurrent": rec.rec_headers.get_header("WARC-Concurrent-To"),
+                              "status": rec.http_headers.get_statuscode() if rec.http_headers else None})
+    return found
+
+
+def assert_every_response_archived(web):
+    """The WARC archive holds exactly the responses the sample web's own log says it sent,
+    and every document's raw response reads back to the bytes it was hashed from."""
+    netlocs = set(web.hosts)
+    # The session's whole archive: a crawler killed by another test may have left a torn tail.
+    archived = Counter((r["uri"], int(r["status"])) for r in warc_records(TEST_WARC_DIR, check_digests=False)
+                       if r["type"] == "response" and urlsplit(r["uri"]).netloc in netlocs)
+    served = Counter((entry.url, entry.status) for entry in read_log(web.request_log))
+    assert archived == served
+    documents = list(Document.objects.all())
+    assert documents and all(doc.warc_file for doc in documents)
+    for doc in documents:
+        back = archive.read_response(archive.Location(doc.warc_file, doc.warc_offset, doc.warc_length))
+        assert back.target_uri == doc.address
+        assert hashlib.sha256(back.body).hexdigest() == doc.content_hash
 
 
 class FakeDns(dict):
@@ -104,6 +148,7 @@ def child_env(**extra) -> dict:
         CRAWLER_RETRY_BASE_DELAY="0.2",
         CRAWLER_DEPTH_LIMIT=str(DEPTH_LIMIT),
         CRAWLER_FETCH_QUEUES="4",
+        CRAWLER_WARC_DIR=TEST_WARC_DIR,
     )
     env.update({k: str(v) for k, v in extra.items()})
     return env

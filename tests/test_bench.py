@@ -45,6 +45,7 @@ def _assert_clean_crawl(result: dict) -> None:
                                     "robots_disallowed_fetched": 0}
     assert result["pages_per_second"] > 0 and result["steady_pages_per_second"] > 0
     assert result["db_bytes_per_page"] > 0
+    assert result["warc_bytes_per_page"] > 1000  # every response archived, compressed
     assert all(v >= 0 for v in result["cpu_ms_per_page"].values())
 
 
@@ -91,7 +92,7 @@ def test_its_audit_catches_a_crawler_that_ignores_politeness(tmp_path):
         with ThreadPoolExecutor(2) as threads:  # two requests in flight to the slow host
             list(threads.map(fetch_at_once, [f"http://{slow}/p/1.html", f"http://{slow}/p/2.html"]))
     figures = {"counts": {"pages": len(urls), "indexed": 0, "urls": len(urls)}, "cpu_seconds": {"crawler": 0.0},
-               "peak_rss_mb": {"crawler": 0.0}, "db_bytes": 0}
+               "peak_rss_mb": {"crawler": 0.0}, "db_bytes": 0, "warc_bytes": 0}
     result = bench.report("rude", web, log, figures)
     assert result["politeness"]["max_in_flight_per_host"] == 2
     assert result["politeness"]["gap_violations"] >= 10

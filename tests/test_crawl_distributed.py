@@ -10,7 +10,14 @@ from bench.cluster import wait_until_done as wait_for_quiet
 from frontier import service
 from indexer.backends import get_search_backend
 
-from .crawl_helpers import assert_complete_and_polite, audit, distributed_cluster, once_fetched, sample_web
+from .crawl_helpers import (
+    assert_complete_and_polite,
+    assert_every_response_archived,
+    audit,
+    distributed_cluster,
+    once_fetched,
+    sample_web,
+)
 
 pytestmark = [pytest.mark.crawl, pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -35,6 +42,7 @@ def test_it_crawls_completely_and_politely_with_two_workers_and_two_dispatchers(
             wait_until_done(running)
     report = audit(web)
     assert_complete_and_polite(web, report)
+    assert_every_response_archived(web)  # by two worker processes, each with its own files
     # what the workers indexed is searchable from here
     assert len(get_search_backend().search(web.unique_word(f"http://{web.hosts[1]}/p/2.html"))) == 1
 

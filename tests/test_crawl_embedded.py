@@ -11,7 +11,8 @@ from indexer import service as indexer
 from indexer.backends import get_search_backend
 from indexer.models import Document
 
-from .crawl_helpers import DEPTH_LIMIT, assert_complete_and_polite, audit, sample_web
+from .conftest import TEST_WARC_DIR
+from .crawl_helpers import DEPTH_LIMIT, assert_complete_and_polite, assert_every_response_archived, audit, sample_web
 
 pytestmark = [pytest.mark.crawl, pytest.mark.django_db]
 
@@ -37,6 +38,13 @@ def test_it_fetches_every_ground_truth_url_exactly_once_and_politely(crawled):
     assert_complete_and_polite(web, report)
     assert summary["by_state"].get("queued", 0) == 0
     assert summary["fetched"] == len(web.ground_truth(depth_limit=DEPTH_LIMIT))
+
+
+def test_it_archives_every_response_and_each_document_reads_back_from_the_archive(crawled):
+    web, report, summary = crawled
+    assert_every_response_archived(web)
+    assert summary["archive"]["dir"] == TEST_WARC_DIR and summary["archive"]["files"] >= 1
+    assert summary["archive"]["bytes"] > 1000 * len(web.ground_truth(depth_limit=DEPTH_LIMIT))
 
 
 def test_it_never_fetches_what_robots_txt_disallows(crawled):

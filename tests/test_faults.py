@@ -26,6 +26,7 @@ from bench.cluster import Cluster
 from bench.cluster import wait_until_done as wait_for_quiet
 from frontier import service
 
+from .conftest import TEST_WARC_DIR
 from .crawl_helpers import (
     assert_complete_and_polite,
     audit,
@@ -86,7 +87,8 @@ def test_a_killed_embedded_crawler_continues_where_it_stopped(tmp_path):
         url = f"sqlite:///{db['NAME']}"
     env = dict(os.environ, DATABASE_URL=url, CRAWLER_ALLOWED_NETWORKS="127.0.0.0/8", CRAWLER_DEFAULT_DELAY="0.05",
                CRAWLER_RETRY_BASE_DELAY="0.2", CRAWLER_DEPTH_LIMIT="6", CRAWLER_LEASE_SECONDS=str(LEASE),
-               CRAWLER_HOST_BATCH_SIZE=str(BATCH), CRAWLER_EMBEDDED_THREADS=str(CONCURRENCY))
+               CRAWLER_HOST_BATCH_SIZE=str(BATCH), CRAWLER_EMBEDDED_THREADS=str(CONCURRENCY),
+               CRAWLER_WARC_DIR=TEST_WARC_DIR)
     with sample_web(tmp_path) as web:
         crawl = [sys.executable, "manage.py", "crawl", "--no-progress"]
         cluster = Cluster(env=env)
@@ -141,7 +143,7 @@ def test_a_redis_restart_mid_crawl_loses_nothing(tmp_path):
                     nonlocal broker
                     broker.kill()  # SIGKILL: every queued message is gone
                     broker.wait()
-                    time.sleep(1.0)
+                    time.sleep(1.0)  # the outage itself: workers and dispatcher see the broker gone
                     broker = start_redis(port)
 
                 hook = once_fetched(30, restart_redis)

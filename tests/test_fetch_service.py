@@ -115,3 +115,29 @@ def test_a_crash_while_admitting_links_leaves_the_page_queued_not_its_links_lost
         run_crawl(threads=1, max_seconds=20)
     assert sorted(Url.objects.values_list("url", "state")) == sorted(
         [(web.url("/many-links"), "fetched")] + [(web.url(f"/fine/{n}"), "fetched") for n in range(3)])
+
+
+def test_an_archive_that_cannot_be_written_fails_the_batch_and_keeps_its_urls(settings, tmp_path):
+    from bench.sampleweb.hostile import hostile_web
+    from fetch import archive
+    from fetch.service import fetch_batch
+
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0  # robots.txt and both pages in one lease
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("a file where the archive directory should be: mkdir fails like a full disk")
+    settings.CRAWLER_WARC_DIR = str(blocker / "warc")
+    archive.close()
+    with hostile_web() as web:
+        service.add_seeds([web.url("/ok"), web.url("/fine/1")])
+        (lease,) = service.lease_ready_hosts("t", 1)
+        with pytest.raises(OSError):
+            fetch_batch(lease.host_id, lease.token, lease.url_ids)
+        # nothing recorded, nothing charged, the host released at its normal time
+        assert sorted(Url.objects.values_list("state", "attempts")) == [("queued", 0), ("queued", 0)]
+        assert Host.objects.get().leased_until is None
+        settings.CRAWLER_WARC_DIR = str(tmp_path / "warc")  # the operator frees the disk
+        run_crawl(threads=1, max_seconds=20)
+        archive.close()
+    assert sorted(Url.objects.values_list("state", flat=True)) == ["fetched", "fetched"]
+    assert len(list((tmp_path / "warc").glob("*.warc.gz"))) == 1

@@ -18,6 +18,7 @@ def test_it_reads_typed_values(monkeypatch):
 @pytest.mark.parametrize("read, value", [
     (lambda: envint("X_BAD", 1), "seven"),
     (lambda: envint("X_BAD", 1), "-1"),
+    (lambda: envint("X_BAD", 1, maximum=9), "10"),
     (lambda: envfloat("X_BAD", 1.0), "fast"),
     (lambda: envfloat("X_BAD", 1.0), "-0.5"),
     (lambda: envbool("X_BAD", False), "maybe"),

@@ -5,6 +5,7 @@ import time
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
+from fetch import archive
 from fetch.embedded import run_crawl
 from frontier import service as frontier
 from indexer.service import document_counts
@@ -62,6 +63,7 @@ class Command(BaseCommand):
             batch_errors=stats.errors,
         )
         summary["documents"] = document_counts()
+        summary["archive"] = archive.disk_usage()
         if options["json"]:
             self.stdout.write(json.dumps(summary, indent=2))
             return
@@ -78,5 +80,8 @@ class Command(BaseCommand):
         w(f"Documents: {docs['indexed']} indexed, {docs['duplicates']} duplicates, "
           f"{docs['noindex']} noindex; robots-blocked URLs: {s['by_state'].get('robots_blocked', 0)}; "
           f"dead letters: {s['dead_letters']}")
+        if s["archive"]["dir"]:
+            w(f"Archive: {s['archive']['files']} WARC files, {s['archive']['bytes'] / 1e6:.1f} MB in "
+              f"{s['archive']['dir']}")
         if s["batch_errors"]:
             w(self.style.WARNING(f"{s['batch_errors']} batches failed (see log); their URLs were kept"))
