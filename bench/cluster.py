@@ -42,7 +42,7 @@ class Cluster:
         for name, proc in self.procs.items():
             code = proc.poll()
             if code is not None and not (allow_killed and code == -signal.SIGKILL):
-                err = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+                err = proc.stderr.read().decode(errors="replace")[-8000:] if proc.stderr else ""
                 raise RuntimeError(f"{name} exited with {code}: {err}")
 
 

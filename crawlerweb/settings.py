@@ -191,6 +191,8 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_BROKER_CONNECTION_RETRY = True
 CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # forever: a broker restart must not stop a worker
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery 5.7.0 can crash a worker while it reconnects to a restarted Redis: see the module.
+CELERY_WORKER_CONSUMER = "crawlerweb.worker_consumer:Consumer"
 # Fetching is I/O-bound: threads keep many hosts in flight per process.
 CELERY_WORKER_POOL = envstr("CELERY_WORKER_POOL", "threads")
 CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 16, minimum=1)

@@ -158,6 +158,39 @@ def test_a_redis_restart_mid_crawl_loses_nothing(tmp_path):
     assert report_duplicates("redis restarted", report) <= 2 * CONCURRENCY * BATCH
 
 
+def test_a_worker_survives_closing_a_broker_connection_redis_took_away():
+    """Celery 5.7.0 closes a lost connection again after collect(); when collect() left
+    the channel unclosed (what a worker that crashed on a Redis restart showed), that close
+    raises AttributeError. crawlerweb.worker_consumer lets the worker carry on."""
+    from kombu import Connection, Consumer, Queue
+
+    from crawlerweb.celery import app
+    from crawlerweb.worker_consumer import _tolerate_close_after_collect
+
+    assert app.conf.worker_consumer == "crawlerweb.worker_consumer:Consumer"
+    port = free_port()
+    outcomes = []
+    for tolerant in (False, True):
+        broker = start_redis(port)
+        try:
+            connection = Connection(f"redis://127.0.0.1:{port}/0")
+            channel = connection.default_channel
+            Consumer(channel, [Queue("probe")], callbacks=[lambda body, message: None]).consume()
+        finally:
+            broker.kill()
+            broker.wait()
+        connection.collect()  # what Celery does first on a lost connection
+        channel.closed = False  # the half-closed channel the crashed worker was left with
+        if tolerant:
+            _tolerate_close_after_collect(connection)
+        try:
+            connection.close()
+            outcomes.append("closed")
+        except AttributeError:
+            outcomes.append("AttributeError")
+    assert outcomes == ["AttributeError", "closed"]
+
+
 @pytest.mark.postgres
 def test_cut_database_connections_mid_crawl_lose_nothing(tmp_path):
     with sample_web(tmp_path) as web:
