@@ -165,6 +165,7 @@ def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float)
 
     env = env | {"DATABASE_URL": BENCH_DATABASE_URL, "CELERY_BROKER_URL": BENCH_BROKER_URL} | _fresh_warc_dir(workdir)
     _reset_distributed()
+    sessions_before = _pg_sessions()
     postgres, redis_meter = ServiceMeter("postgres"), ServiceMeter("redis-server")
     with run_cluster(env, workers=workers, dispatchers=1, concurrency=int(env["CELERY_WORKER_CONCURRENCY"])) as cluster:
         pids = {name: proc.pid for name, proc in cluster.procs.items()}
@@ -206,7 +207,22 @@ def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float)
     }
     figures["worker_rss_mb"] = _rss_trend(rss_samples)
     figures["warc_bytes"] = _warc_size(env)
+    figures["db_sessions"] = _pg_sessions() - sessions_before
     return figures
+
+
+def _pg_sessions(limit: float = 10.0) -> int:
+    """PostgreSQL sessions ever opened on the bench database. A backend reports its session
+    when it exits, so this first waits (bounded) for the crawl's backends to be gone."""
+    import psycopg
+
+    with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
+        deadline = time.monotonic() + limit
+        while time.monotonic() < deadline and conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        ).fetchone()[0]:
+            time.sleep(0.1)
+        return conn.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()").fetchone()[0]
 
 
 def _wait_settled(pids: list[int], quiet_cpu: float = 0.05, limit: float = 60.0) -> None:
@@ -296,6 +312,7 @@ def report(mode: str, web, log_path, figures: dict) -> dict:
         "worker_rss_mb": figures.get("worker_rss_mb", {}),
         "db_bytes_per_page": round(figures["db_bytes"] / max(pages, 1)),
         "warc_bytes_per_page": round(figures["warc_bytes"] / max(pages, 1)),
+        "db_sessions": figures.get("db_sessions"),  # PostgreSQL connections opened (distributed)
         "ground_truth": truth,
         "completeness_percent": round(100 * (len(audit["fetched"]) - len(audit["unexpected"])) / truth, 2),
         "missing": len(audit["missing"]),

@@ -67,6 +67,8 @@ def test_it_runs_the_quick_distributed_benchmark(tmp_path):
         assert result["cpu_seconds"][kind] > 0, kind
     assert set(result["peak_rss_mb"]) == {"dispatcher", "worker", "postgresql_backend", "redis", "sample_web"}
     assert {"at_25_percent", "at_end", "growth"} <= set(result["worker_rss_mb"])
+    # Pooled connections: a few per process, not one per fetch task (hundreds of tasks here).
+    assert 0 < result["db_sessions"] <= 40, result["db_sessions"]
 
 
 def test_its_audit_catches_a_crawler_that_ignores_politeness(tmp_path):

@@ -114,3 +114,17 @@ def test_it_clears_the_index(backend):
     backend.add([doc.id])
     backend.clear()
     assert backend.search("clearword") == []
+
+
+@pytest.mark.postgres
+def test_postgres_compresses_page_text_and_vectors_with_lz4_when_it_can():
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
+        lz4 = cursor.fetchone()[0]
+        cursor.execute("""SELECT attrelid::regclass::text || '.' || attname, attcompression FROM pg_attribute
+                          WHERE attrelid IN ('indexer_document'::regclass, 'indexer_pg_index'::regclass)
+                            AND attname IN ('body', 'headings', 'vector')""")
+        methods = dict(cursor.fetchall())
+    expected = "l" if lz4 else ""
+    assert methods == {"indexer_document.body": expected, "indexer_document.headings": expected,
+                       "indexer_pg_index.vector": expected}
