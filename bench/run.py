@@ -212,8 +212,9 @@ def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float)
 
 
 def _pg_sessions(limit: float = 10.0) -> int:
-    """PostgreSQL sessions ever opened on the bench database. A backend reports its session
-    when it exits, so this first waits (bounded) for the crawl's backends to be gone."""
+    """PostgreSQL sessions ever opened on the bench database. A backend's statistics may
+    reach pg_stat_database only when it exits, so this first waits (bounded, polling) for
+    the crawl's backends to be gone."""
     import psycopg
 
     with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
