@@ -155,6 +155,12 @@ elif envbool("CRAWLER_DB_POOL", True):
         "max_size": envint("CRAWLER_DB_POOL_SIZE", 20, minimum=1),
         "timeout": 30,
     }
+if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3" and envbool("CRAWLER_DB_SERVER_SIDE_BINDING", True):
+    # Parameters travel apart from the SQL text, so a worker no longer escapes and quotes
+    # every page's text into its INSERT (docs/benchmarks.md). psycopg then prepares
+    # statements it runs often: turn this off behind PgBouncer's transaction pooling
+    # older than 1.21, which cannot carry prepared statements.
+    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"
@@ -266,6 +272,9 @@ CRAWLER_HOST_PAUSE_SECONDS = envfloat("CRAWLER_HOST_PAUSE_SECONDS", 60.0)
 CRAWLER_HOST_PAUSE_MAX = envfloat("CRAWLER_HOST_PAUSE_MAX", 6 * 3600.0)
 # URLs handed out with one host lease when the host's delay is 0 (kept-alive connection).
 CRAWLER_HOST_BATCH_SIZE = envint("CRAWLER_HOST_BATCH_SIZE", 16, minimum=1)
+# Most leases' batches written in one transaction when they finish together (group commit:
+# a worker's threads, or the embedded runner's); 1 = every lease alone.
+CRAWLER_COMMIT_GROUP_MAX = envint("CRAWLER_COMMIT_GROUP_MAX", 16, minimum=1)
 # Seconds a lease on a host lasts; a dead worker's host comes back after this.
 CRAWLER_LEASE_SECONDS = envfloat("CRAWLER_LEASE_SECONDS", 120.0, minimum=1.0)
 # Seconds between beat's sweeps that clear expired leases (housekeeping: they are free anyway).

@@ -2,9 +2,10 @@
 
 The main thread leases ready hosts exactly like the distributed dispatcher and hands each
 lease to a thread pool that fetches and parses it (fetch.service.collect_batch, the first
-half of what a Celery worker runs). The main thread is the only writer: it records each
-finished batch (commit_batch, the second half) in one transaction. SQLite allows one writer
-at a time, so writing from every thread would only make them queue for the lock.
+half of what a Celery worker runs). The main thread is the only writer: it records the
+batches that finished together (commit_batches, the second half) in one transaction.
+SQLite allows one writer at a time, so writing from every thread would only make them
+queue for the lock.
 It stops by itself when no URL is queued and no lease is outstanding.
 """
 
@@ -20,7 +21,7 @@ from django.db import connection
 
 from frontier import service as frontier
 
-from .service import collect_batch, commit_batch
+from .service import collect_batch, commit_batches
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +40,19 @@ def _collect(host: frontier.HostView, lease: frontier.Lease):
         return collect_batch(host, lease.token, lease.url_ids)
     finally:
         connection.close()  # each pool thread has its own connection; don't leak it
+
+
+def _commit(group: list, stats: RunStats) -> int:
+    """Write the batches that finished together in one go (fetch.service.commit_batches);
+    if that fails, each alone, so one bad batch costs only its own lease."""
+    try:
+        return commit_batches(group)
+    except Exception:
+        if len(group) == 1:
+            log.exception("batch for host %s failed", group[0].host_id)
+            stats.errors += 1
+            return 0
+    return sum(_commit([one], stats) for one in group)
 
 
 def run_crawl(threads: int | None = None, progress=None, max_seconds: float | None = None) -> RunStats:
@@ -60,13 +74,17 @@ def run_crawl(threads: int | None = None, progress=None, max_seconds: float | No
             stats.leases += len(leases)
             if in_flight:
                 done, _ = wait(list(in_flight), timeout=0.05 if not leases else 0, return_when=FIRST_COMPLETED)
+                collected = []
                 for future in done:
                     lease = in_flight.pop(future)
                     try:
-                        stats.requests += commit_batch(future.result())
+                        collected.append(future.result())
                     except Exception:  # a bug or a database error: the lease expires, the URL waits
                         log.exception("batch for %s failed", lease.origin)
                         stats.errors += 1
+                group_max = settings.CRAWLER_COMMIT_GROUP_MAX
+                for group in (collected[i:i + group_max] for i in range(0, len(collected), group_max)):
+                    stats.requests += _commit(group, stats)
                 if progress and done:
                     progress()
             elif not leases:

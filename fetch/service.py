@@ -11,11 +11,14 @@ breaker (its URLs wait untried). No request starts that could outlive the lease.
 
 The database stays out of the fetch loop: pages are fetched and parsed first
 (collect_batch), then the whole batch — documents, index entries, URL states, discovered
-links — is written in a dozen statements (commit_batch). A worker that dies mid-batch
-records nothing; the lease expires and the batch is fetched again, so no URL is lost.
+links — is written in a dozen statements (commit_batches), together with the batches
+that finished at the same time (group commit). A worker that dies mid-batch records
+nothing; the lease expires and the batch is fetched again, so no URL is lost.
 """
 
 import email.utils
+import os
+import threading
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -32,6 +35,7 @@ from frontier.outcomes import RETRY_AFTER_STATUSES, FetchReport
 from indexer import service as indexer
 
 from . import archive, http, robots
+from .group_commit import GroupCommitter
 
 
 @dataclass
@@ -93,18 +97,38 @@ NETWORK_FAILURES = frozenset({"timeout", "connection"})
 
 
 def fetch_batch(host_id: int, token: str, url_ids: list[int]) -> int:
-    """Fetch what the lease allows and record it; returns the number of HTTP requests made."""
+    """Fetch what the lease allows and record it; returns the number of HTTP requests made.
+
+    The write is a group commit (fetch.group_commit) with the batches other threads of
+    this process finish meanwhile; it has happened when this returns."""
     host = frontier.begin_lease(host_id, token)
     if host is None:
         return 0  # lease expired or taken over: another worker owns this host now
-    return commit_batch(collect_batch(host, token, url_ids))
+    collected = collect_batch(host, token, url_ids)
+    _committer().commit(collected)
+    return collected.requests_made
+
+
+_committers: dict[int, GroupCommitter] = {}
+_committers_lock = threading.Lock()
+
+
+def _committer() -> GroupCommitter:
+    # One per process: a forked pool child must not share its parent's lock and queue.
+    pid = os.getpid()
+    with _committers_lock:
+        if pid not in _committers:
+            _committers.clear()
+            _committers[pid] = GroupCommitter(commit_batches, settings.CRAWLER_COMMIT_GROUP_MAX)
+        return _committers[pid]
 
 
 def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> CollectedBatch:
     """Fetch and parse the lease's URLs, writing nothing but a refreshed robots.txt.
 
-    The embedded runner calls this from its fetch threads and commit_batch from its one
-    writer thread (SQLite has a single writer); a Celery worker calls both in turn.
+    The embedded runner calls this from its fetch threads and commit_batches from its one
+    writer thread (SQLite has a single writer); a Celery worker calls both in turn
+    (fetch_batch), its write grouped with those of its other threads.
     """
     started = time.monotonic()
     leased_address = host.address if politeness.per_address() else ""  # only then was it claimed
@@ -188,18 +212,28 @@ def _after(delay: float, pause: float) -> datetime:
     return timezone.now() + timedelta(seconds=max(delay, pause))
 
 
-def commit_batch(collected: CollectedBatch) -> int:
-    """Record a collected batch (one transaction), then release its host.
+def commit_batches(group: list[CollectedBatch]) -> int:
+    """Record several leases' batches as one (group commit), then release their hosts.
 
-    The release is a statement of its own, after the commit: the host row is then never
+    A write costs mostly per statement, not per row, and a lease often carries only a few
+    pages: writing the batches that finished together in one go pays those statements once.
+    Their URLs belong to different leased hosts, so merging them changes no outcome.
+    The releases are statements of their own, after the commit: a host row is then never
     locked together with the other hosts whose URL counts the batch's links update.
+    Returns the HTTP requests the batches made.
     """
+    merged = BatchResult()
+    for collected in group:
+        merged.reports.extend(collected.result.reports)
+        merged.pages.extend(collected.result.pages)
+        merged.redirects.extend(collected.result.redirects)
     try:
-        store_batch(collected.result)
+        store_batch(merged)
     finally:
-        frontier.release_host(collected.host_id, collected.token, None, leased_address=collected.leased_address,
-                              update=collected.update)
-    return collected.requests_made
+        for collected in group:
+            frontier.release_host(collected.host_id, collected.token, None, leased_address=collected.leased_address,
+                                  update=collected.update)
+    return sum(collected.requests_made for collected in group)
 
 
 def _robots_failure(robots_error: str) -> str:

@@ -69,6 +69,9 @@ def test_it_runs_the_quick_distributed_benchmark(tmp_path):
     assert {"at_25_percent", "at_end", "growth"} <= set(result["worker_rss_mb"])
     # Pooled connections: a few per process, not one per fetch task (hundreds of tasks here).
     assert 0 < result["db_sessions"] <= 40, result["db_sessions"]
+    # Full-text indexing alone is a part of PostgreSQL's work, never more than all of it.
+    floor = result["postgresql_fts_floor_ms_per_page"]
+    assert 0 < floor < result["cpu_ms_per_page"]["postgresql"], (floor, result["cpu_ms_per_page"])
 
 
 def test_its_audit_catches_a_crawler_that_ignores_politeness(tmp_path):
