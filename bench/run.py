@@ -3,19 +3,21 @@
 Starts the sample web at a chosen size, crawls it in each chosen mode, waits for the end,
 audits the crawl from the sample web's own request log, and prints and writes (JSON) the
 figures: pages/s (whole crawl and steady state), CPU ms per page by process kind, peak RSS,
-database and WARC archive bytes per page, completeness, duplicate fetches, politeness, and the fraction of
-the raw ceiling (bench/ceiling.py: the same pages fetched and parsed in a bare loop).
+database and WARC archive bytes per page, completeness, duplicate fetches, politeness, the fraction of
+the raw ceiling (bench/ceiling.py: the same pages fetched and parsed in a bare loop) and, on
+PostgreSQL, the floor under its share: its CPU for full-text indexing alone.
 
     python -m bench.run --size quick --modes embedded
     python -m bench.run --size standard --modes embedded,distributed:1,distributed:2,distributed:4,ceiling --runs 3
     python -m bench.run --size quick --modes embedded,distributed:2 --no-warc   # the archive's cost
 
-Modes: embedded (SQLite, `manage.py crawl`), distributed:N (PostgreSQL + Redis, one
-dispatcher, N Celery worker processes), ceiling. Distributed runs use the PostgreSQL
+Modes: embedded (SQLite, `manage.py crawl`), embedded-postgres (the same process on
+PostgreSQL: the pipeline without Celery or a dispatcher), distributed:N (PostgreSQL +
+Redis, one dispatcher, N Celery worker processes), ceiling. PostgreSQL runs use the
 database BENCH_DATABASE_URL (emptied first) and the Redis database BENCH_BROKER_URL
-(flushed first). The orchestrator itself does not import Django, so its own work is not
-mixed into the figures. Exit status 1 if any run breaks politeness, fetches a page twice
-or misses more than 0.5% of the ground truth.
+(flushed first). The orchestrator does not set up Django (it only reads the search
+backend's vector expression) and is not metered. Exit status 1 if any run breaks
+politeness, fetches a page twice or misses more than 0.5% of the ground truth.
 """
 
 import argparse
@@ -63,6 +65,7 @@ CRAWL_ENV = {
     "CELERY_WORKER_CONCURRENCY": "16",
 }
 CRAWL_TABLES = ("frontier_", "indexer_")
+EMBEDDED_MODES = ("embedded", "embedded-postgres")
 
 
 def manage(env: dict, *args: str) -> str:
@@ -73,14 +76,26 @@ def manage(env: dict, *args: str) -> str:
 # ----------------------------------------------------------------- embedded
 
 
-def run_embedded(web, env: dict, workdir: Path, timeout: float) -> dict:
-    db = workdir / "embedded.sqlite3"
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{db}{suffix}").unlink(missing_ok=True)
-    env = env | {"DATABASE_URL": f"sqlite:///{db}"} | _fresh_warc_dir(workdir)
-    manage(env, "migrate", "-v0")
-    empty_size = _sqlite_size(db)
+def run_embedded(web, env: dict, workdir: Path, timeout: float, postgres: bool = False) -> dict:
+    """`manage.py crawl` in one process: on SQLite (mode embedded, the default install), or
+    on the bench's PostgreSQL (mode embedded-postgres: the pipeline's own cost on
+    PostgreSQL, without Celery, the broker or a dispatcher process)."""
+    if postgres:
+        import psycopg
+
+        env = env | {"DATABASE_URL": BENCH_DATABASE_URL}
+        _reset_postgres()
+    else:
+        db = workdir / "embedded.sqlite3"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{db}{suffix}").unlink(missing_ok=True)
+        env = env | {"DATABASE_URL": f"sqlite:///{db}"}
+        manage(env, "migrate", "-v0")
+        empty_size = _sqlite_size(db)
+    env = env | _fresh_warc_dir(workdir)
     out = workdir / "embedded-crawl.json"
+    postgres_meter = ServiceMeter("postgres")
+    postgres_meter.begin()
     web_cpu = cpu_seconds(web.server_pid)
     with open(out, "w") as handle:
         proc = subprocess.Popen([sys.executable, "manage.py", "crawl", "--json", *web.seeds], cwd=ROOT, env=env,
@@ -92,10 +107,18 @@ def run_embedded(web, env: dict, workdir: Path, timeout: float) -> dict:
         "cpu_seconds": {"crawler": usage.ru_utime + usage.ru_stime, "sample_web": cpu_seconds(web.server_pid) - web_cpu},
         "peak_rss_mb": {"crawler": round(usage.ru_maxrss / 1024, 1), "sample_web": peak_rss_mb(web.server_pid)},
     }
-    with sqlite3.connect(db) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        figures["counts"] = _counts(conn.cursor())
-    figures["db_bytes"] = _sqlite_size(db) - empty_size
+    if postgres:
+        figures["cpu_seconds"]["postgresql"] = postgres_meter.elapsed_cpu()
+        figures["peak_rss_mb"]["postgresql_backend"] = postgres_meter.peak_rss_mb()
+        with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
+            figures["counts"] = _counts(conn.cursor())
+            figures["db_bytes"] = _pg_size(conn)
+            figures["fts_cpu_per_document"] = _fts_cpu_per_document(conn)
+    else:
+        with sqlite3.connect(db) as conn:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            figures["counts"] = _counts(conn.cursor())
+        figures["db_bytes"] = _sqlite_size(db) - empty_size
     figures["warc_bytes"] = _warc_size(env)
     return figures
 
@@ -148,7 +171,7 @@ def prepare_postgres(env: dict) -> None:
     manage(env | {"DATABASE_URL": BENCH_DATABASE_URL}, "migrate", "-v0")
 
 
-def _reset_distributed() -> None:
+def _reset_postgres() -> None:
     import psycopg
     import redis
 
@@ -164,7 +187,7 @@ def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float)
     import psycopg
 
     env = env | {"DATABASE_URL": BENCH_DATABASE_URL, "CELERY_BROKER_URL": BENCH_BROKER_URL} | _fresh_warc_dir(workdir)
-    _reset_distributed()
+    _reset_postgres()
     sessions_before = _pg_sessions()
     postgres, redis_meter = ServiceMeter("postgres"), ServiceMeter("redis-server")
     with run_cluster(env, workers=workers, dispatchers=1, concurrency=int(env["CELERY_WORKER_CONCURRENCY"])) as cluster:
@@ -405,7 +428,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", choices=sorted(SIZES), default="quick")
     parser.add_argument("--modes", default="embedded,distributed:2,ceiling",
-                        help="comma-separated: embedded, distributed:N, ceiling")
+                        help="comma-separated: embedded, embedded-postgres, distributed:N, ceiling")
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--out", default="var/bench", help="folder for the JSON results")
     parser.add_argument("--timeout", type=float, default=1800, help="per crawl, seconds")
@@ -413,12 +436,12 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for mode in modes:
-        if mode not in ("embedded", "ceiling") and not (mode.startswith("distributed:") and mode[12:].isdigit()):
+        if mode not in EMBEDDED_MODES + ("ceiling",) and not (mode.startswith("distributed:") and mode[12:].isdigit()):
             parser.error(f"unknown mode {mode!r}")
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ) | CRAWL_ENV | {"CRAWLER_WARC_ENABLED": "false" if args.no_warc else "true"}
-    if any(m.startswith("distributed") for m in modes):
+    if any(m.startswith("distributed") or m == "embedded-postgres" for m in modes):
         prepare_postgres(env)
     config = SIZES[args.size]
     results: dict[str, list[dict]] = {}
@@ -428,8 +451,8 @@ def main(argv=None) -> int:
             for mode in modes:
                 log_path = workdir / "requests.log"
                 with run_server(replace(config), log_path) as web:
-                    if mode == "embedded":
-                        figures = run_embedded(web, env, workdir, args.timeout)
+                    if mode in EMBEDDED_MODES:
+                        figures = run_embedded(web, env, workdir, args.timeout, postgres=mode == "embedded-postgres")
                     elif mode == "ceiling":
                         ceiling = run_ceiling(web, env, workdir)
                     else:

@@ -272,9 +272,10 @@ CRAWLER_HOST_PAUSE_SECONDS = envfloat("CRAWLER_HOST_PAUSE_SECONDS", 60.0)
 CRAWLER_HOST_PAUSE_MAX = envfloat("CRAWLER_HOST_PAUSE_MAX", 6 * 3600.0)
 # URLs handed out with one host lease when the host's delay is 0 (kept-alive connection).
 CRAWLER_HOST_BATCH_SIZE = envint("CRAWLER_HOST_BATCH_SIZE", 16, minimum=1)
-# Most leases' batches written in one transaction when they finish together (group commit:
-# a worker's threads, or the embedded runner's); 1 = every lease alone.
-CRAWLER_COMMIT_GROUP_MAX = envint("CRAWLER_COMMIT_GROUP_MAX", 16, minimum=1)
+# Group commit: leases that finish together (a worker's threads, the embedded runner's) are
+# written in one transaction holding at most this many pages (a lease is never split, one
+# without pages counts as one); bounds what a write holds in memory. 1 = each lease alone.
+CRAWLER_COMMIT_GROUP_PAGES = envint("CRAWLER_COMMIT_GROUP_PAGES", 64, minimum=1)
 # Seconds a lease on a host lasts; a dead worker's host comes back after this.
 CRAWLER_LEASE_SECONDS = envfloat("CRAWLER_LEASE_SECONDS", 120.0, minimum=1.0)
 # Seconds between beat's sweeps that clear expired leases (housekeeping: they are free anyway).

@@ -21,7 +21,8 @@ from django.db import connection
 
 from frontier import service as frontier
 
-from .service import collect_batch, commit_batches
+from .group_commit import groups
+from .service import collect_batch, commit_batches, group_weight
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +83,7 @@ def run_crawl(threads: int | None = None, progress=None, max_seconds: float | No
                     except Exception:  # a bug or a database error: the lease expires, the URL waits
                         log.exception("batch for %s failed", lease.origin)
                         stats.errors += 1
-                group_max = settings.CRAWLER_COMMIT_GROUP_MAX
-                for group in (collected[i:i + group_max] for i in range(0, len(collected), group_max)):
+                for group in groups(collected, settings.CRAWLER_COMMIT_GROUP_PAGES, group_weight):
                     stats.requests += _commit(group, stats)
                 if progress and done:
                     progress()

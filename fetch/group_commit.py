@@ -2,10 +2,10 @@
 
 Writing a batch costs mostly per statement, not per row, and a lease often carries only a
 few pages. So a thread that has collected a batch hands it to commit(): if no write is
-running it writes at once (nobody waits for company), taking along every batch that other
-threads handed in meanwhile, at most `max_group` leases (it is the leader); otherwise it
-waits, and the next leader writes its batch with the others. Databases call this group
-commit.
+running it writes at once (nobody waits for company), taking along the batches other
+threads handed in meanwhile, oldest first, up to a weight (pages: what a write holds in
+memory); it is the leader. Otherwise it waits, and the next leader writes its batch with
+the others. Databases call this group commit.
 
 If a group's write fails, each thread writes its own batch again alone, so a batch that
 cannot be written fails only its own task, as it would without grouping. The Celery
@@ -14,9 +14,24 @@ writes alone.
 """
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+
+def groups(items: Iterable, max_weight: int, weight: Callable[[Any], int]) -> Iterator[list]:
+    """Consecutive runs of `items` weighing at most max_weight; an item heavier than
+    that on its own makes a group of one."""
+    group, total = [], 0
+    for item in items:
+        w = weight(item)
+        if group and total + w > max_weight:
+            yield group
+            group, total = [], 0
+        group.append(item)
+        total += w
+    if group:
+        yield group
 
 
 @dataclass
@@ -27,9 +42,11 @@ class _Entry:
 
 
 class GroupCommitter:
-    def __init__(self, write_many: Callable[[list], object], max_group: int):
+    def __init__(self, write_many: Callable[[list], object], max_weight: int,
+                 weight: Callable[[Any], int] = lambda item: 1):
         self._write_many = write_many
-        self._max_group = max(1, max_group)
+        self._max_weight = max(1, max_weight)
+        self._weight = weight
         self._cond = threading.Condition()
         self._waiting: list[_Entry] = []
         self._writing = False
@@ -43,8 +60,8 @@ class GroupCommitter:
                 self._cond.wait()
             if not entry.done:  # no write running: lead one, this entry first
                 self._waiting.remove(entry)
-                group = [entry, *self._waiting[: self._max_group - 1]]
-                del self._waiting[: self._max_group - 1]
+                group = next(groups([entry, *self._waiting], self._max_weight, lambda e: self._weight(e.item)))
+                del self._waiting[: len(group) - 1]
                 self._writing = True
         if not entry.done:
             self._lead(group)

@@ -119,7 +119,7 @@ def _committer() -> GroupCommitter:
     with _committers_lock:
         if pid not in _committers:
             _committers.clear()
-            _committers[pid] = GroupCommitter(commit_batches, settings.CRAWLER_COMMIT_GROUP_MAX)
+            _committers[pid] = GroupCommitter(commit_batches, settings.CRAWLER_COMMIT_GROUP_PAGES, group_weight)
         return _committers[pid]
 
 
@@ -212,6 +212,11 @@ def _after(delay: float, pause: float) -> datetime:
     return timezone.now() + timedelta(seconds=max(delay, pause))
 
 
+def group_weight(collected: CollectedBatch) -> int:
+    """A batch's weight in a group commit: its pages (what the write holds in memory)."""
+    return max(1, len(collected.result.pages))
+
+
 def commit_batches(group: list[CollectedBatch]) -> int:
     """Record several leases' batches as one (group commit), then release their hosts.
 
@@ -220,7 +225,10 @@ def commit_batches(group: list[CollectedBatch]) -> int:
     Their URLs belong to different leased hosts, so merging them changes no outcome.
     The releases are statements of their own, after the commit: a host row is then never
     locked together with the other hosts whose URL counts the batch's links update.
-    Returns the HTTP requests the batches made.
+    If a group of several fails, its hosts stay leased and the caller writes each batch
+    again alone (fetch.group_commit and the embedded runner both do): released now, a
+    host could be leased and its URLs fetched again before that second write. A lone
+    batch releases its host whatever happens. Returns the HTTP requests the batches made.
     """
     merged = BatchResult()
     for collected in group:
@@ -229,11 +237,18 @@ def commit_batches(group: list[CollectedBatch]) -> int:
         merged.redirects.extend(collected.result.redirects)
     try:
         store_batch(merged)
-    finally:
-        for collected in group:
-            frontier.release_host(collected.host_id, collected.token, None, leased_address=collected.leased_address,
-                                  update=collected.update)
+    except BaseException:
+        if len(group) == 1:
+            _release(group)
+        raise
+    _release(group)
     return sum(collected.requests_made for collected in group)
+
+
+def _release(group: list[CollectedBatch]) -> None:
+    for collected in group:
+        frontier.release_host(collected.host_id, collected.token, None, leased_address=collected.leased_address,
+                              update=collected.update)
 
 
 def _robots_failure(robots_error: str) -> str:

@@ -60,8 +60,13 @@ def test_it_runs_the_quick_embedded_benchmark_and_the_ceiling(tmp_path):
 
 
 @pytest.mark.postgres
-def test_it_runs_the_quick_distributed_benchmark(tmp_path):
-    result = _bench(tmp_path, "distributed:1")["distributed:1"]
+def test_it_runs_the_quick_distributed_benchmark_and_the_embedded_crawler_on_postgresql(tmp_path):
+    runs = _bench(tmp_path, "embedded-postgres,distributed:1")
+    embedded = runs["embedded-postgres"]
+    _assert_clean_crawl(embedded)
+    assert embedded["cpu_ms_per_page"]["crawler"] > 0 and embedded["cpu_ms_per_page"]["postgresql"] > 0
+    assert 0 < embedded["postgresql_fts_floor_ms_per_page"] < embedded["cpu_ms_per_page"]["postgresql"]
+    result = runs["distributed:1"]
     _assert_clean_crawl(result)
     for kind in ("dispatcher", "workers", "postgresql"):
         assert result["cpu_seconds"][kind] > 0, kind

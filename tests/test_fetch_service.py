@@ -141,3 +141,33 @@ def test_an_archive_that_cannot_be_written_fails_the_batch_and_keeps_its_urls(se
         archive.close()
     assert sorted(Url.objects.values_list("state", flat=True)) == ["fetched", "fetched"]
     assert len(list((tmp_path / "warc").glob("*.warc.gz"))) == 1
+
+
+def test_a_group_that_cannot_be_written_is_written_again_lease_by_lease(settings):
+    """Group commit: one lease's batch that cannot be stored (here: a document for a URL
+    that does not exist) fails the group's transaction; each batch is then written alone,
+    so only that lease fails and its URL stays queued, and both hosts are released."""
+    from fetch.embedded import RunStats, _commit
+    from fetch.service import collect_batch
+
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0
+    servers = [serve(200), serve(200)]
+    try:
+        good, bad = (f"{origin}/page" for _, _, origin in servers)
+        service.add_seeds([good, bad])
+        leases = sorted(service.lease_ready_hosts("t", 2), key=lambda lease: lease.origin != servers[0][2])
+        assert [lease.origin for lease in leases] == [servers[0][2], servers[1][2]]
+        collected = [collect_batch(service.begin_lease(lease.host_id, lease.token), lease.token, lease.url_ids)
+                     for lease in leases]
+        page, _, _ = collected[1].result.pages[0]
+        page.url_id = Url.objects.order_by("-id").values_list("id", flat=True).first() + 1000
+        stats = RunStats()
+        requests = _commit(collected, stats)
+    finally:
+        for srv, _, _ in servers:
+            srv.shutdown()
+    assert dict(Url.objects.values_list("url", "state")) == {good: "fetched", bad: "queued"}
+    assert stats.errors == 1
+    assert requests == collected[0].requests_made == 2  # robots.txt and the page
+    assert not Host.objects.filter(leased_until__isnull=False).exists()
