@@ -142,25 +142,27 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Tests need a file (not shared-cache memory) so the crawler's threads can share it.
     (BASE_DIR / "var").mkdir(exist_ok=True)
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test.sqlite3")}
-elif envbool("CRAWLER_DB_POOL", True):
-    # Celery's Django fixup closes a task's database connections before and after every
-    # task. With a pool that close hands the connection back instead of ending a PostgreSQL
-    # backend, so a worker stops paying for a new backend (fork, authentication, cold
-    # catalog caches) per fetch batch. The pool checks a connection before lending it out.
-    DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps connections open, not Django
-    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # Django passes the pool its check
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 1,
-        # per process: enough for every worker thread, so none waits for a connection
-        "max_size": envint("CRAWLER_DB_POOL_SIZE", 20, minimum=1),
-        "timeout": 30,
-    }
-if DATABASES["default"]["ENGINE"] != "django.db.backends.sqlite3" and envbool("CRAWLER_DB_SERVER_SIDE_BINDING", True):
-    # Parameters travel apart from the SQL text, so a worker no longer escapes and quotes
-    # every page's text into its INSERT (docs/benchmarks.md). psycopg then prepares
-    # statements it runs often: turn this off behind PgBouncer's transaction pooling
-    # older than 1.21, which cannot carry prepared statements.
-    DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
+else:  # PostgreSQL
+    if envbool("CRAWLER_DB_POOL", True):
+        # Celery's Django fixup closes a task's database connections before and after every
+        # task. With a pool that close hands the connection back instead of ending a
+        # PostgreSQL backend, so a worker stops paying for a new backend (fork,
+        # authentication, cold catalog caches) per fetch batch. The pool checks a connection
+        # before lending it out.
+        DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps connections open, not Django
+        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # Django passes the pool its check
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1,
+            # per process: enough for every worker thread, so none waits for a connection
+            "max_size": envint("CRAWLER_DB_POOL_SIZE", 20, minimum=1),
+            "timeout": 30,
+        }
+    if envbool("CRAWLER_DB_SERVER_SIDE_BINDING", True):
+        # Parameters travel apart from the SQL text, so a worker no longer escapes and quotes
+        # every page's text into its INSERT (docs/benchmarks.md). psycopg then prepares
+        # statements it runs often: turn this off behind PgBouncer's transaction pooling
+        # older than 1.21, which cannot carry prepared statements.
+        DATABASES["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"

@@ -109,18 +109,18 @@ def fetch_batch(host_id: int, token: str, url_ids: list[int]) -> int:
     return collected.requests_made
 
 
-_committers: dict[int, GroupCommitter] = {}
-_committers_lock = threading.Lock()
+_committer_lock = threading.Lock()
+_committer_of: tuple[int, GroupCommitter] | None = None  # (pid, this process's committer)
 
 
 def _committer() -> GroupCommitter:
     # One per process: a forked pool child must not share its parent's lock and queue.
-    pid = os.getpid()
-    with _committers_lock:
-        if pid not in _committers:
-            _committers.clear()
-            _committers[pid] = GroupCommitter(commit_batches, settings.CRAWLER_COMMIT_GROUP_PAGES, group_weight)
-        return _committers[pid]
+    global _committer_of
+    with _committer_lock:
+        if _committer_of is None or _committer_of[0] != os.getpid():
+            _committer_of = (os.getpid(), GroupCommitter(commit_batches, settings.CRAWLER_COMMIT_GROUP_PAGES,
+                                                         group_weight))
+        return _committer_of[1]
 
 
 def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> CollectedBatch:
