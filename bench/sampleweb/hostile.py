@@ -308,6 +308,10 @@ class HostileWeb:
 @contextlib.contextmanager
 def hostile_web(big_bytes: int = 2 << 20, address: str = "127.0.0.1"):
     """Start every persona on a loopback address; big_bytes should exceed the crawler's body cap."""
+    for encoding in ("gzip", "deflate", "br"):
+        # Compressed once, before serving: made on first request, a bomb took the server
+        # 2.5 s, longer than the tests' deadline, and the case became a timeout.
+        _bomb(encoding)
     web = HostileWeb(big_bytes, address)
     web.start()
     try:
