@@ -33,7 +33,7 @@ def main(argv=None) -> int:
     config = WebConfig(hosts=args.hosts, pages_per_host=args.pages_per_host, port=args.port)
     with run_server(config, args.log) as web:
         print(f"sample web: {len(web.hosts)} hosts on 127.0.1.x:{web.port}, seed {web.seeds[0]}", flush=True)
-        manage("crawl", *web.seeds)
+        manage("crawl", "--scope", "web", *web.seeds)
         # Every page of the sample web carries one word found nowhere else: it must come first.
         word = web.unique_word(f"http://{web.hosts[4]}/p/4.html")
         print(f"\n$ python manage.py search {word!r}   # a word only http://{web.hosts[4]}/p/4.html has", flush=True)

@@ -51,7 +51,7 @@ def main(argv=None) -> int:
         with run_cluster(dict(os.environ), workers=args.workers, dispatchers=args.dispatchers) as cluster:
             wait_for_workers(app, [worker_name(i) for i in range(args.workers)])  # before the clock starts
             started = time.monotonic()
-            service.add_seeds(web.seeds)
+            service.add_seeds(web.seeds, service.ScopeSpec("web"))
             finished = wait_until_done(service.has_pending_work, cluster, args.timeout)
             web_cpu = cpu_seconds(web.server_pid)
         elapsed = finished - started

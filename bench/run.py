@@ -98,8 +98,8 @@ def run_embedded(web, env: dict, workdir: Path, timeout: float, postgres: bool =
     postgres_meter.begin()
     web_cpu = cpu_seconds(web.server_pid)
     with open(out, "w") as handle:
-        proc = subprocess.Popen([sys.executable, "manage.py", "crawl", "--json", *web.seeds], cwd=ROOT, env=env,
-                                stdout=handle, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen([sys.executable, "manage.py", "crawl", "--json", "--scope", "web", *web.seeds],
+                                cwd=ROOT, env=env, stdout=handle, stderr=subprocess.DEVNULL)
         _, status, usage = _wait4(proc, timeout)
     if status != 0:
         raise RuntimeError(f"manage.py crawl exited with status {status}")
@@ -197,7 +197,7 @@ def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float)
         postgres.begin()
         redis_meter.begin()
         web_cpu = cpu_seconds(web.server_pid)
-        manage(env, "seed", *web.seeds)
+        manage(env, "seed", "--scope", "web", *web.seeds)
         rss_samples = []
         with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
 

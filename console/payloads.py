@@ -77,9 +77,10 @@ def _only(data: dict, allowed: tuple[str, ...]) -> None:
         raise BadPayload(f"unknown field(s): {', '.join(unknown)}; allowed: {', '.join(allowed)}")
 
 
-def seed_urls(data: dict) -> list[str]:
-    """{"urls": [string, …]} → the URLs, 1 to CRAWLER_API_MAX_SEEDS of them."""
-    _only(data, ("urls",))
+def seed_urls(data: dict) -> tuple[list[str], frontier.ScopeSpec]:
+    """{"urls": [string, …], "scope"?: kind | {"kind", "include"?, "exclude"?}} → the URLs,
+    1 to CRAWLER_API_MAX_SEEDS of them, and their scope (default CRAWLER_DEFAULT_SCOPE)."""
+    _only(data, ("urls", "scope"))
     if "urls" not in data:
         raise BadPayload("missing field: urls (an array of URL strings)")
     urls = data["urls"]
@@ -95,7 +96,33 @@ def seed_urls(data: dict) -> list[str]:
             raise BadPayload(f"urls[{index}] must be a string, got {_kind(url)}")
         if len(url) > MAX_SEED_CHARS:
             raise BadPayload(f"urls[{index}] is {len(url)} characters; at most {MAX_SEED_CHARS}")
-    return urls
+    return urls, seed_scope(data.get("scope"))
+
+
+def seed_scope(scope) -> frontier.ScopeSpec:
+    """"host" | "domain" | "prefix" | "web", or {"kind": …, "include": [regex…], "exclude": [regex…]}."""
+    if scope is None:
+        return frontier.default_scope()
+    if isinstance(scope, str):
+        scope = {"kind": scope}
+    if not isinstance(scope, dict):
+        raise BadPayload(f"scope must be a string or an object, got {_kind(scope)}")
+    unknown = sorted(set(scope) - {"kind", "include", "exclude"})
+    if unknown:
+        raise BadPayload(f"unknown scope field(s): {', '.join(unknown)}; allowed: kind, include, exclude")
+    kind = scope.get("kind", frontier.default_scope().kind)
+    if not isinstance(kind, str):
+        raise BadPayload(f"scope.kind must be a string, got {_kind(kind)}")
+    patterns = {}
+    for name in ("include", "exclude"):
+        value = scope.get(name, [])
+        if not isinstance(value, list):
+            raise BadPayload(f"scope.{name} must be an array of regular expressions, got {_kind(value)}")
+        patterns[name] = value
+    try:
+        return frontier.parse_spec(kind, patterns["include"], patterns["exclude"])
+    except frontier.InvalidScope as exc:
+        raise BadPayload(f"scope: {exc}") from None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,7 @@ REJECTION_MESSAGES = {
     "redirect_limit": "too many redirects",
     "trap_repeated_segments": "looks like a crawler trap (repeated path segments)",
     "host_quota": "its host has reached the per-host URL quota",
+    "out_of_scope": "outside the scope asked for (an exclude pattern matches it)",
 }
 
 
@@ -36,11 +37,11 @@ def _bad(exc: payloads.BadPayload) -> JsonResponse:
 @require_http_methods(["POST"])
 def seed_urls(request):
     try:
-        urls = payloads.seed_urls(payloads.read_json_object(request))
+        urls, scope = payloads.seed_urls(payloads.read_json_object(request))
     except payloads.BadPayload as exc:
         return _bad(exc)
     try:
-        result = frontier.add_seeds(urls)
+        result = frontier.add_seeds(urls, scope)
     except DatabaseError:
         return error(503, "the database refused the change; nothing was applied, try again")
     rejections = []
@@ -55,6 +56,7 @@ def seed_urls(request):
         "alreadyKnown": len(urls) - len(rejections) - result.admitted,  # known, or repeated in the list
         "rejected": len(rejections),
         "rejections": rejections,
+        "scope": {"kind": scope.kind, "include": list(scope.include), "exclude": list(scope.exclude)},
     })
 
 

@@ -245,6 +245,10 @@ CRAWLER_ALLOWED_NETWORKS = envnetworks("CRAWLER_ALLOWED_NETWORKS")
 CRAWLER_CONNECT_TIMEOUT = envfloat("CRAWLER_CONNECT_TIMEOUT", 5.0, minimum=0.1)
 # Seconds between two refreshes of the dashboard page.
 CRAWLER_DASHBOARD_REFRESH_SECONDS = envfloat("CRAWLER_DASHBOARD_REFRESH_SECONDS", 5.0, minimum=1.0)
+# Where links from a seed may lead unless the seed says otherwise (`crawl --scope`,
+# `seed --scope`, the API's "scope"): "host" (the seed's host), "domain" (its registered
+# domain and subdomains), "prefix" (URLs under the seed's path) or "web" (anywhere).
+CRAWLER_DEFAULT_SCOPE = envchoice("CRAWLER_DEFAULT_SCOPE", "host", ("host", "domain", "prefix", "web"))
 # Seconds between two requests to one host when its robots.txt names no Crawl-delay.
 CRAWLER_DEFAULT_DELAY = envfloat("CRAWLER_DEFAULT_DELAY", 1.0)
 # Seconds a resolved host name is reused (getaddrinfo reports no TTL).
@@ -332,10 +336,14 @@ CRAWLER_ROBOTS_MAX_BYTES = envint("CRAWLER_ROBOTS_MAX_BYTES", 512_000, minimum=1
 CRAWLER_SEARCH_BACKEND = envstr("CRAWLER_SEARCH_BACKEND", "")
 # Wall-clock seconds one response (headers and body) may take in all.
 CRAWLER_TOTAL_DEADLINE = envfloat("CRAWLER_TOTAL_DEADLINE", 30.0, minimum=0.5)
-# The User-Agent sent with every request and matched against robots.txt groups.
+# The User-Agent header sent with every request.
 CRAWLER_USER_AGENT = envstr(
     "CRAWLER_USER_AGENT", "crawlerweb/0.1 (+https://github.com/crawlerweb/crawlerweb)"
 )
+# The product token robots.txt groups are matched against (RFC 9309 section 2.2.1: the
+# crawler's name, not its whole User-Agent string, case-insensitively). Empty: the
+# User-Agent's first token ("crawlerweb").
+CRAWLER_ROBOTS_TOKEN = envstr("CRAWLER_ROBOTS_TOKEN", "")
 # Directory of the WARC archive (fetch.archive). Workers on several machines and the web
 # server (which reads records back for the admin) should share it, e.g. over NFS.
 CRAWLER_WARC_DIR = envstr("CRAWLER_WARC_DIR", str(BASE_DIR / "var" / "warc"))

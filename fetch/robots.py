@@ -1,11 +1,14 @@
-"""robots.txt: fetched once per host, cached in the host row, parsed with protego.
+"""robots.txt: fetched once per host, cached in the host row, read as RFC 9309 says
+(fetch.robotstxt: our group selection, protego's path matching).
 
-RFC 9309 rules we follow:
+RFC 9309 rules we follow (what each answer means: frontier.robots_state):
 - 2xx: obey the file (first CRAWLER_ROBOTS_MAX_BYTES bytes; the RFC asks for >= 500 KiB).
-- 4xx (including 404): no restrictions ("unavailable" = allow all). 429 is treated as 5xx.
-- 5xx or unreachable: assume complete disallow for now, and try again after
+- 3xx after five redirects, and 4xx (including 404): "unavailable" = allow all.
+- 5xx, 429 or unreachable: assume complete disallow for now, and try again after
   CRAWLER_ROBOTS_ERROR_SECONDS (section 2.3.1.4).
 - up to five redirects are followed (section 2.3.1.2), each through the SSRF-guarded client.
+- groups are matched against our product token (CRAWLER_ROBOTS_TOKEN, by default the
+  User-Agent's first word), never the whole User-Agent string (section 2.2.1).
 Cached for CRAWLER_ROBOTS_CACHE_SECONDS (24 h by default, the RFC's suggested maximum).
 """
 
@@ -16,18 +19,18 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.utils import timezone
-from protego import Protego
 
 from frontier import service as frontier
+from frontier.robots_state import RobotsVerdict, classify, unreachable
 
-from . import archive, http
+from . import archive, http, robotstxt
 
 
 @dataclass(frozen=True)
 class RobotsPolicy:
     """The verdict for one host: allow_all / disallow_all shortcuts, else a parsed file."""
 
-    parser: Protego | None
+    file: robotstxt.RobotsFile | None
     allow_all: bool = False
     disallow_all: bool = False
 
@@ -36,7 +39,15 @@ class RobotsPolicy:
             return True
         if self.disallow_all:
             return False
-        return self.parser.can_fetch(url, settings.CRAWLER_USER_AGENT)
+        return self.file.allows(url)
+
+
+def product_token() -> str:
+    return (settings.CRAWLER_ROBOTS_TOKEN or robotstxt.product_token(settings.CRAWLER_USER_AGENT)).lower()
+
+
+def read(body: str) -> robotstxt.RobotsFile:
+    return robotstxt.parse(body, product_token())
 
 
 _parsed: dict[tuple[int, object], RobotsPolicy] = {}
@@ -58,21 +69,23 @@ def refresh(host: frontier.HostView) -> tuple[frontier.HostView, http.FetchResul
     archive.record(result)
     now = timezone.now()
     status = result.status if not result.error or result.error in ("too_large", "deadline") else None
+    # RFC 9309 section 2.2: UTF-8 (a byte-order mark is dropped by robotstxt.parse).
     body = result.body.decode("utf-8", errors="replace") if status and 200 <= status < 300 else ""
     body = body.replace("\x00", "")  # garbage bytes: PostgreSQL text cannot hold NUL
     if result.error == "dns_unavailable":  # the resolver, not the host: ask again soon
         ttl = settings.CRAWLER_DNS_NEGATIVE_SECONDS
-    elif status is None or status >= 500 or status == 429:
+    elif unreachable(status):
         ttl = settings.CRAWLER_ROBOTS_ERROR_SECONDS
     else:
         ttl = settings.CRAWLER_ROBOTS_CACHE_SECONDS
-    delay = None
+    delay, sitemaps = None, ()
     if body:
-        raw = Protego.parse(body).crawl_delay(settings.CRAWLER_USER_AGENT)
-        delay = None if raw is None else min(float(raw), settings.CRAWLER_MAX_CRAWL_DELAY)
+        parsed = read(body)
+        delay = None if parsed.crawl_delay is None else min(parsed.crawl_delay, settings.CRAWLER_MAX_CRAWL_DELAY)
+        sitemaps = [url.replace("\x00", "")[:2048] for url in parsed.sitemaps]
     expires = now + timedelta(seconds=ttl)
-    error = "" if status is not None and status < 500 and status != 429 else (result.error or f"http_{status}")
-    frontier.save_robots(host.id, status, body, delay, error, now, expires)
+    error = (result.error or f"http_{status}") if unreachable(status) else ""
+    frontier.save_robots(host.id, status, body, delay, error, now, expires, sitemaps)
     return dataclasses.replace(
         host, crawl_delay=delay, robots_status=status, robots_body=body, robots_error=error,
         robots_fetched_at=now, robots_expires_at=expires,
@@ -80,18 +93,16 @@ def refresh(host: frontier.HostView) -> tuple[frontier.HostView, http.FetchResul
 
 
 def policy_for(host: frontier.HostView) -> RobotsPolicy:
-    status = host.robots_status
-    if status is None or status >= 500 or status == 429:
+    verdict = classify(host.robots_status, host.robots_error, host.robots_fetched_at is not None)
+    if verdict in (RobotsVerdict.DISALLOW_ALL, RobotsVerdict.NOT_FETCHED):
         return RobotsPolicy(None, disallow_all=True)
-    if 400 <= status < 500:
-        return RobotsPolicy(None, allow_all=True)
-    if not 200 <= status < 300:  # e.g. a redirect loop ended on a 3xx: treat as unavailable
+    if verdict == RobotsVerdict.ALLOW_ALL:
         return RobotsPolicy(None, allow_all=True)
     key = (host.id, host.robots_fetched_at)
     with _parsed_lock:
         policy = _parsed.get(key)
     if policy is None:
-        policy = RobotsPolicy(Protego.parse(host.robots_body))
+        policy = RobotsPolicy(read(host.robots_body))
         with _parsed_lock:
             if len(_parsed) >= _PARSED_CACHE_MAX:
                 _parsed.clear()

@@ -23,7 +23,6 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
-from urllib.parse import urljoin
 
 from django.conf import settings
 from django.db import transaction
@@ -51,7 +50,7 @@ class BatchResult:
     """What one lease produced, waiting to be written."""
 
     reports: list[tuple[FetchReport, int]] = field(default_factory=list)  # (report, attempts)
-    pages: list[tuple[indexer.PreparedPage, int, int]] = field(default_factory=list)  # (page, depth, attempts)
+    pages: list[tuple[indexer.PreparedPage, frontier.QueuedUrl]] = field(default_factory=list)
     redirects: list[_Redirect] = field(default_factory=list)
 
 
@@ -154,13 +153,13 @@ def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> Co
                 probing and host.robots_error in NETWORK_FAILURES)
             if (refreshed and not unreachable) or host.robots_error == "blocked_address":
                 failure = _robots_failure(host.robots_error)
-                for url_id, _, _, _, attempts in frontier.queued_urls(url_ids):
-                    batch.reports.append((FetchReport(url_id, error=failure), attempts))
+                for queued in frontier.queued_urls(url_ids):
+                    batch.reports.append((FetchReport(queued.id, error=failure), queued.attempts))
         else:
             policy = robots.policy_for(host)
-            for url_id, url, depth, hops, attempts in frontier.queued_urls(url_ids):
-                if not policy.allows(url):
-                    batch.reports.append((FetchReport(url_id, robots_blocked=True), attempts))
+            for queued in frontier.queued_urls(url_ids):
+                if not policy.allows(queued.url):
+                    batch.reports.append((FetchReport(queued.id, robots_blocked=True), queued.attempts))
                     continue
                 # The delay as measured so far: a server found slow mid-batch is left alone.
                 delay = politeness.delay_for(
@@ -169,7 +168,7 @@ def collect_batch(host: frontier.HostView, token: str, url_ids: list[int]) -> Co
                     break  # the rest waits for the host's next turn
                 if frontier.origin_excluded(host.origin):
                     break  # an admin excluded it meanwhile; its queued URLs are already stopped
-                result, pause = fetch_one(batch, url_id, url, depth, hops, attempts)
+                result, pause = fetch_one(batch, queued)
                 tally.saw(result)
                 if probing and result.error in NETWORK_FAILURES:
                     batch.reports.pop()  # still down: the URL waits, uncharged
@@ -260,10 +259,10 @@ def _robots_failure(robots_error: str) -> str:
     return "robots_unavailable"
 
 
-def fetch_one(batch: BatchResult, url_id: int, url: str, depth: int, hops: int,
-              attempts: int) -> tuple[http.FetchResult, float]:
+def fetch_one(batch: BatchResult, queued: frontier.QueuedUrl) -> tuple[http.FetchResult, float]:
     """Fetch and parse one URL into `batch` (no database access). Returns the raw result
     and a host pause (Retry-After) or 0. A failed resolver records nothing: the URL waits."""
+    url_id, url, attempts = queued.id, queued.url, queued.attempts
     result = http.fetch(url, body_types=indexer.HTML_TYPES)
     if result.error == "dns_unavailable":
         return result, 0.0
@@ -275,11 +274,12 @@ def fetch_one(batch: BatchResult, url_id: int, url: str, depth: int, hops: int,
     if 200 <= status < 300:
         page = indexer.prepare_page(url_id, url, status, result.content_type, result.charset, result.body,
                                     archived=archived)
-        batch.pages.append((page, depth, attempts))
+        batch.pages.append((page, queued))
         return result, 0.0
     if 300 <= status < 400 and status != 304:
         location = result.headers.get("location", "").strip()
-        target = frontier.Candidate(urljoin(result.url, location), depth, hops + 1, url_id) if location else None
+        target = frontier.Candidate(location, queued.depth, queued.hops + 1, url_id, base=result.url,
+                                    scopes=queued.scopes) if location else None
         batch.redirects.append(_Redirect(url_id, attempts, status, target))
         return result, 0.0
     pause = 0.0
@@ -307,15 +307,15 @@ def store_batch(batch: BatchResult) -> None:
         outcome = _follow_redirect(redirect.target)
         reports.append((FetchReport(redirect.url_id, status=redirect.status, redirect_outcome=outcome),
                         redirect.attempts))
-    links = [frontier.Candidate(link, depth + 1, 0, page.url_id)
-             for page, depth, _ in batch.pages for link in page.links]
+    links = [frontier.Candidate(link, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes)
+             for page, queued in batch.pages for link in page.links]
     if links:
         frontier.add_urls(links)
     with transaction.atomic():
-        details = indexer.store_pages([page for page, _, _ in batch.pages])
-        for page, _, attempts in batch.pages:
+        details = indexer.store_pages([page for page, _ in batch.pages])
+        for page, queued in batch.pages:
             reports.append((FetchReport(page.url_id, status=page.status, detail=details[page.url_id],
-                                        content_hash=page.content_hash), attempts))
+                                        content_hash=page.content_hash), queued.attempts))
         frontier.record_fetches(reports)
 
 

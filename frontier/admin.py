@@ -3,7 +3,9 @@
 (fixed choices only), raw id widgets instead of select boxes, no query per row."""
 
 from django import forms
+from django.conf import settings
 from django.contrib import admin, messages
+from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
@@ -11,7 +13,8 @@ from django.utils.html import format_html
 from crawlerweb.paging import CappedCountPaginator
 
 from . import service
-from .models import CrawlLimits, DeadLetter, ExcludedDomain, Host, Seed, ServerAddress, Url
+from .models import CrawlLimits, CrawlScope, DeadLetter, ExcludedDomain, Host, ScopeKind, Seed, ServerAddress, Url
+from .robots_state import VERDICT_FILTERS, RobotsVerdict
 
 
 class LeasedFilter(admin.SimpleListFilter):
@@ -72,21 +75,17 @@ class HostFilter(admin.SimpleListFilter):
 
 
 class RobotsFilter(admin.SimpleListFilter):
+    """The verdicts of robots_state, the one definition the fetcher and metrics use too."""
+
     title = "robots.txt"
     parameter_name = "robots"
-    CHOICES = {
-        "ok": ("fetched (2xx)", dict(robots_status__gte=200, robots_status__lt=300)),
-        "allow_all": ("4xx: allow all", dict(robots_status__gte=400, robots_status__lt=500)),
-        "unavailable": ("unavailable: disallow for now", dict(robots_error__gt="")),
-        "never": ("not fetched yet", dict(robots_fetched_at__isnull=True)),
-    }
 
     def lookups(self, request, model_admin):
-        return [(key, label) for key, (label, _) in self.CHOICES.items()]
+        return list(RobotsVerdict.choices)
 
     def queryset(self, request, queryset):
-        choice = self.CHOICES.get(self.value())
-        return queryset.filter(**choice[1]) if choice else queryset
+        value = self.value()
+        return queryset.filter(VERDICT_FILTERS[value]) if value in VERDICT_FILTERS else queryset
 
 
 class BigTableAdmin(admin.ModelAdmin):
@@ -101,7 +100,7 @@ class HostAdmin(BigTableAdmin):
                     "robots_status", "robots_error", "lease_owner", "leased_until")
     list_filter = (LeasedFilter, RobotsFilter)
     search_fields = ("origin", "=address")
-    readonly_fields = ("created_at", "url_count", "robots_fetched_at", "response_time", "failures")
+    readonly_fields = ("created_at", "url_count", "robots_fetched_at", "robots_sitemaps", "response_time", "failures")
 
     @admin.display(description="URLs", ordering="url_count")
     def urls_link(self, host):
@@ -125,19 +124,106 @@ class UrlAdmin(BigTableAdmin):
     readonly_fields = ("url_hash", "created_at")
 
 
+class SeedForm(forms.ModelForm):
+    """A seed and the scope its links are crawled in, checked before anything is written."""
+
+    scope_kind = forms.ChoiceField(label="scope", choices=ScopeKind.choices,
+                                   help_text="where the links found from this seed may lead")
+    include = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                              help_text="regular expressions, one per line: URLs matching one are crawled "
+                                        "wherever they are")
+    exclude = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                              help_text="regular expressions, one per line: URLs matching one are never crawled")
+
+    class Meta:
+        model = Seed
+        fields = ("url",)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["scope_kind"].initial = settings.CRAWLER_DEFAULT_SCOPE
+
+    def clean(self):
+        data = super().clean()
+        try:
+            data["spec"] = service.parse_spec(data.get("scope_kind", ""), _lines(data.get("include")),
+                                              _lines(data.get("exclude")))
+        except service.InvalidScope as exc:
+            raise forms.ValidationError(str(exc)) from None
+        if data.get("url"):
+            reason = service.seed_rejection(data["url"])
+            if reason:
+                raise forms.ValidationError({"url": f"not admitted: {reason}"})
+        return data
+
+
+def _lines(text: str | None) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
 @admin.register(Seed)
 class SeedAdmin(admin.ModelAdmin):
-    fields = ("url",)
-    list_display = ("url", "created_at")
+    """Seeds are a log of what was asked for: added here (admitted to the frontier at once,
+    in canonical form, with their scope), never edited."""
+
+    form = SeedForm
+    list_display = ("url", "scope", "created_at")
+    list_select_related = ("scope",)
     search_fields = ("url",)
 
+    def has_change_permission(self, request, obj=None):
+        return False
+
     def save_model(self, request, obj, form, change):
-        result = service.add_urls([service.Candidate(obj.url)])
-        if result.rejected:
+        result = service.add_seeds([obj.url], form.cleaned_data["spec"])
+        if result.rejected:  # the limits changed since the form was checked
             messages.warning(request, f"{obj.url} was not admitted: {', '.join(result.rejected)}")
-        else:
-            obj.url = result.verdicts[0]  # store the canonical form
-        super().save_model(request, obj, form, change)
+            return
+        saved = Seed.objects.filter(url=result.verdicts[0]).order_by("-id").first()
+        obj.pk, obj.url, obj.scope_id, obj.created_at = saved.pk, saved.url, saved.scope_id, saved.created_at
+
+
+class CrawlScopeForm(forms.ModelForm):
+    class Meta:
+        model = CrawlScope
+        fields = ("include", "exclude")
+
+    def clean(self):
+        data = super().clean()
+        try:
+            service.parse_spec(self.instance.kind, _lines(data.get("include")), _lines(data.get("exclude")))
+        except service.InvalidScope as exc:
+            raise forms.ValidationError(str(exc)) from None
+        for name in ("include", "exclude"):
+            data[name] = "\n".join(_lines(data.get(name)))
+        if service.scope_key_taken(self.instance, data["include"], data["exclude"]):
+            raise forms.ValidationError("another scope has exactly this definition")
+        return data
+
+
+@admin.register(CrawlScope)
+class CrawlScopeAdmin(admin.ModelAdmin):
+    """Scopes are made with their seeds; their patterns can be changed here and apply to
+    links found from then on (workers notice within seconds)."""
+
+    form = CrawlScopeForm
+    list_display = ("id", "kind", "anchor", "include", "exclude", "seed_count", "out_of_scope")
+    list_filter = ("kind",)
+    search_fields = ("anchor",)
+    readonly_fields = ("kind", "anchor", "out_of_scope", "created_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(seed_count=Count("seeds"))
+
+    @admin.display(description="seeds", ordering="seed_count")
+    def seed_count(self, scope):
+        return scope.seed_count
+
+    def save_model(self, request, obj, form, change):
+        service.save_scope_patterns(obj)
 
 
 class ExcludedDomainForm(forms.ModelForm):

@@ -74,7 +74,11 @@ def current_limits() -> Limits:
 
 
 def forget_cached_limits() -> None:
-    """Drop the snapshot (tests, and right after an admin change in this process)."""
+    """Drop the snapshot and the scopes loaded under it (tests, and right after an admin
+    change or a rolled-back admission in this process)."""
     global _cached
+    from .scope import forget_loaded_scopes
+
     with _lock:
         _cached = None
+    forget_loaded_scopes()

@@ -28,6 +28,8 @@ class Host(models.Model):
     robots_error = models.CharField(max_length=40, blank=True, default="")
     robots_fetched_at = models.DateTimeField(null=True, blank=True)
     robots_expires_at = models.DateTimeField(null=True, blank=True)
+    robots_sitemaps = models.TextField(blank=True, default="", help_text="Sitemap: URLs the robots.txt lists, "
+                                       "one per line (collected, not crawled yet)")
     url_count = models.IntegerField(default=0, help_text="URLs admitted (per-host quota)")
     # The server address last connected to: hosts sharing one are one server to be polite to.
     address = models.GenericIPAddressField(null=True, blank=True, unpack_ipv4=True)
@@ -95,6 +97,9 @@ class Url(models.Model):
     last_status = models.SmallIntegerField(null=True, blank=True)
     last_fetched_at = models.DateTimeField(null=True, blank=True)
     content_hash = models.CharField(max_length=64, blank=True, default="")
+    # The scopes this URL was found under, "3" or "3,7" ("" = unscoped: the open web).
+    # Its links are admitted if one of them allows them (frontier/scope.py).
+    scopes = models.CharField(max_length=64, blank=True, default="")
     referrer = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
         db_constraint=False, db_index=False,
@@ -115,8 +120,38 @@ class Url(models.Model):
         return self.url
 
 
+class ScopeKind(models.TextChoices):
+    HOST = "host", "the seed's host"
+    DOMAIN = "domain", "the seed's registered domain and its subdomains"
+    PREFIX = "prefix", "URLs under the seed's path"
+    WEB = "web", "the open web"
+
+
+class CrawlScope(models.Model):
+    """Where links found from a seed may lead (frontier/scope.py). One row per distinct
+    definition: the seeds of one site with the same patterns share it."""
+
+    key = models.CharField(max_length=64, unique=True, help_text="hash of kind, anchor and patterns")
+    kind = models.CharField(max_length=8, choices=ScopeKind.choices)
+    anchor = models.TextField(blank=True, default="", help_text="host, registered domain or URL prefix")
+    include = models.TextField(blank=True, default="", help_text="regular expressions, one per line: URLs "
+                               "matching one are in scope wherever they are")
+    exclude = models.TextField(blank=True, default="", help_text="regular expressions, one per line: URLs "
+                               "matching one are out of scope")
+    out_of_scope = models.BigIntegerField(default=0, help_text="links found under this scope and left out")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "crawl scope"
+
+    def __str__(self):
+        return f"{self.kind} {self.anchor}".strip()
+
+
 class Seed(models.Model):
     url = models.TextField()
+    scope = models.ForeignKey(CrawlScope, null=True, blank=True, on_delete=models.PROTECT, related_name="seeds",
+                              help_text="empty: unscoped (the open web), as seeds were before scopes existed")
     created_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self):

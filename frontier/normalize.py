@@ -1,41 +1,59 @@
 """The canonical form of a URL, so that one page has one frontier row.
 
-w3lib (Scrapy's URL helpers) makes the string safe ASCII: IDNA hosts, percent-encoding of
-unsafe characters. On top we own the canonical form (RFC 3986 section 6.2.2):
-lowercase scheme and host, no default port, no fragment, dot-segments removed, escapes in
-uppercase hex, escapes of unreserved characters decoded, empty path -> "/".
-Query strings keep their order: many sites give parameter order meaning. Session ids
-(`;jsessionid=…` path parameters, PHPSESSID/sid/… query parameters) are dropped: they make
-one page look like endless different URLs (a classic crawler trap).
+Two layers (the whole policy, with examples, is docs/urls.md):
+
+1. **Parse and resolve as a browser does**: ada-url, a WHATWG URL Standard parser (the one
+   Node.js uses). It resolves relative links against their base, lowercases scheme and
+   host, converts IPv4 in any form (`http://0x7f.1/`, `http://2130706433/`) to dotted
+   decimal and IDNA hosts to punycode (UTS-46, so `faß.example` is `xn--fa-hia.example`),
+   rejects invalid hosts and ports (`http://192.168.0.257/`, IPv6 zone ids, a host that
+   ends in a number but is no IPv4 address), treats `\\` as `/`, removes dot segments,
+   drops the default port and percent-encodes what must be. One server is then one host,
+   whatever form a page wrote its address in.
+2. **Our canonical policy on top of its serialization**, each rule for a crawler's reason:
+   http/https only; URLs with credentials refused (a crawler must not send them); the
+   fragment dropped (never sent to a server); session ids dropped (`;jsessionid=…` path
+   parameters, PHPSESSID/sid/… query parameters: one page would look like endless URLs);
+   escapes of unreserved characters decoded and the others in upper-case hex (RFC 3986
+   section 6.2.2.2: `%7e` and `~` are one URL), a `%` that starts no escape written `%25`
+   (so decoding can never create a new escape: the form is idempotent); the host's
+   trailing dot dropped; a host must be a DNS name (letters, digits, `-`, `_`) or an IP
+   literal, since nothing else can be resolved. Query order and an empty query (`?`) are
+   kept: servers may give both meaning.
+
+`normalize(normalize(x).url).url == normalize(x).url` for every input (a property test
+checks it over generated URLs).
 """
 
 import functools
 import hashlib
-import ipaddress
 import re
-from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from typing import NamedTuple
 
-from w3lib.url import safe_url_string
+import ada_url
 
 DEFAULT_PORTS = {"http": 80, "https": 443}
-_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+_ESCAPE_OR_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})?")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
-_HOST_OK = re.compile(r"^[a-z0-9._-]+$")
+# ada has already lowercased and punycoded the host; what remains must be a DNS name.
+_DNS_NAME = re.compile(r"^[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*$")
 _SESSION_PATH_PARAM = re.compile(r";(?:jsessionid|phpsessid|sid|sessionid)=[^/?;]*", re.I)
 SESSION_QUERY_PARAMS = frozenset({"jsessionid", "phpsessid", "sid", "sessionid", "session_id", "aspsessionid",
                                   "cfid", "cftoken", "zenid", "oscsid"})
+# What WHATWG strips from both ends of an input (C0 controls and space).
+_STRIP = "".join(chr(c) for c in range(0x21))
+# A scheme that is not http(s) makes a link absolute whatever its base (mailto:, tel:, …).
+_OTHER_SCHEME = re.compile(r"(?!https?:)[a-zA-Z][a-zA-Z0-9+.-]*:", re.I)
 
 
 class InvalidUrl(ValueError):
     """The string cannot be a crawlable URL; args[0] is a short machine-readable reason."""
 
 
-@dataclass(frozen=True)
-class NormalUrl:
+class NormalUrl(NamedTuple):  # a tuple: built for every link, 5x cheaper than a dataclass
     url: str
     scheme: str
-    host: str  # lowercase, IDNA, no port
+    host: str  # lowercase, IDNA (punycode), no trailing dot, no port; IPv6 in brackets
     port: int | None  # None when it is the scheme's default
 
     @property
@@ -51,44 +69,20 @@ def url_hash(url: str) -> str:
     return hashlib.blake2b(url.encode("utf-8"), digest_size=16).hexdigest()
 
 
-def _fix_escapes(part: str) -> str:
-    def fix(match):
-        byte = int(match.group(1), 16)
-        return chr(byte) if byte in _UNRESERVED else "%" + match.group(1).upper()
-
-    return _ESCAPE.sub(fix, part)
-
-
-def remove_dot_segments(path: str) -> str:
-    """RFC 3986 section 5.2.4."""
-    output: list[str] = []
-    segments = path.split("/")
-    for i, segment in enumerate(segments):
-        last = i == len(segments) - 1
-        if segment == ".":
-            if last:
-                output.append("")
-        elif segment == "..":
-            if len(output) > 1:
-                output.pop()
-            if last:
-                output.append("")
-        else:
-            output.append(segment)
-    result = "/".join(output)
-    return result if result.startswith("/") else "/" + result
-
-
 def normalize(url: str, base: str | None = None) -> NormalUrl:
-    """Resolve `url` against `base` and return its canonical form, or raise InvalidUrl."""
-    outcome = _normalize_cached(url, base)
+    """Resolve `url` against `base` (WHATWG) and return its canonical form, or raise InvalidUrl."""
+    if base is not None and not url.startswith(("http://", "https://")) and not _OTHER_SCHEME.match(url):
+        outcome = _normalize_cached(url, base)
+    else:
+        # An absolute URL means the same whatever its base: one cache entry for the menu
+        # link (or the mailto: link) every page of a site repeats.
+        outcome = _normalize_cached(url, None)
     if isinstance(outcome, InvalidUrl):
         raise InvalidUrl(*outcome.args)
     return outcome
 
 
-# A page links to the same URLs as its neighbours (menus, "next" chains), so most links
-# seen by a worker were normalized before. Bounded: at most this many entries per process.
+# Bounded: at most this many (url, base) results per process.
 NORMALIZE_CACHE_SIZE = 32768
 
 
@@ -97,47 +91,78 @@ def _normalize_cached(url: str, base: str | None) -> "NormalUrl | InvalidUrl":
     try:
         return _normalize(url, base)
     except InvalidUrl as exc:
-        return exc
+        # Kept without its traceback: that would hold the caller's frames, and with them a
+        # whole batch of parsed pages, for as long as the entry stays cached.
+        return InvalidUrl(*exc.args)
 
 
 def _normalize(url: str, base: str | None) -> NormalUrl:
-    # WHATWG: browsers drop tabs/newlines anywhere and spaces at the ends.
-    url = re.sub(r"[\t\r\n]", "", url).strip()
-    if not url:
+    if not base and not url.strip(_STRIP):
         raise InvalidUrl("empty")
-    if base:
-        try:
-            url = urljoin(base, url)
-        except ValueError:
-            raise InvalidUrl("unparsable") from None
     try:
-        parts = urlsplit(safe_url_string(url))
-        port = parts.port
-    except (ValueError, UnicodeError):
+        href = ada_url.join_url(base, url) if base else ada_url.normalize_url(url)
+    except ValueError:  # also for strings that are no valid UTF-8 (lone surrogates)
         raise InvalidUrl("unparsable") from None
-    scheme = parts.scheme.lower()
-    if scheme not in DEFAULT_PORTS:
+    scheme, sep, rest = href.partition("://")
+    if scheme not in DEFAULT_PORTS or not sep:
         raise InvalidUrl("scheme")
-    if parts.username is not None or parts.password is not None:
+    # A special URL's serialization: authority, then a path that starts with "/", then
+    # ?query and #fragment. "#" and "?" inside path and query are always escaped.
+    rest = rest.partition("#")[0]
+    slash = rest.find("/")
+    authority, rest = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
+    if "@" in authority:
         raise InvalidUrl("credentials")
-    host = (parts.hostname or "").rstrip(".")
-    if ":" in host:  # IPv6 literal: urlsplit strips the brackets
-        try:
-            host = f"[{ipaddress.IPv6Address(host).compressed}]"
-        except ValueError:
-            raise InvalidUrl("host") from None
-    elif not host or not _HOST_OK.match(host):
+    host, port = _split_authority(authority)
+    path, has_query, query = rest.partition("?")
+    clean_path = _SESSION_PATH_PARAM.sub("", path) if ";" in path else path
+    if has_query and query:
+        query = _without_session_ids(query)
+        has_query = bool(query)  # "?sid=1" alone: the whole query was a session id
+    canonical = f"{scheme}://{host}{':' + port if port else ''}{_fix_escapes(clean_path)}"
+    if has_query:
+        canonical += "?" + _fix_escapes(query)
+    if clean_path != path:
+        # Removing a path parameter can expose a dot segment (/..;jsessionid=1/): let the
+        # parser resolve it, so that the result is a fixed point.
+        return _normalize(canonical, None)
+    return NormalUrl(canonical, scheme, host, int(port) if port else None)
+
+
+def _split_authority(authority: str) -> tuple[str, str]:
+    if authority.startswith("["):  # IPv6 literal, already compressed by the parser
+        end = authority.find("]") + 1
+        return authority[:end], authority[end + 1:]
+    host, _, port = authority.partition(":")
+    host = host[:-1] if host.endswith(".") else host
+    if not host or len(host) > 253 or not _DNS_NAME.match(host):
         raise InvalidUrl("host")
-    if port == DEFAULT_PORTS[scheme]:
-        port = None
-    netloc = host + (f":{port}" if port else "")
-    path = remove_dot_segments(_fix_escapes(_SESSION_PATH_PARAM.sub("", parts.path) or "/"))
-    query = _fix_escapes(_without_session_ids(parts.query))
-    return NormalUrl(urlunsplit((scheme, netloc, path, query, "")), scheme, host, port)
+    if "xn--" in host and any(_bad_punycode(label) for label in host.split(".")):
+        raise InvalidUrl("host")
+    return host, port
+
+
+@functools.lru_cache(maxsize=4096)
+def _bad_punycode(label: str) -> bool:
+    # UTS-46 refuses an "xn--" label that does not decode to a valid name; ada (4.0) lets
+    # some through (`xn--`, `xn--pokxncvks`). Its decoder returns such a label unchanged.
+    return label.startswith("xn--") and ada_url.idna_to_unicode(label) == label
+
+
+def _fix_escapes(part: str) -> str:
+    if "%" not in part:
+        return part
+    return _ESCAPE_OR_PERCENT.sub(_fix_escape, part)
+
+
+def _fix_escape(match: re.Match) -> str:
+    hex_digits = match.group(1)
+    if hex_digits is None:
+        return "%25"  # a lone "%": escaped, so decoding nothing can ever form a new escape
+    byte = int(hex_digits, 16)
+    return chr(byte) if byte in _UNRESERVED else "%" + hex_digits.upper()
 
 
 def _without_session_ids(query: str) -> str:
-    if not query:
-        return query
     kept = [p for p in query.split("&") if p.split("=", 1)[0].lower() not in SESSION_QUERY_PARAMS]
     return "&".join(kept)

@@ -5,20 +5,21 @@ work is a conditional UPDATE whose row count is checked (healthchecks' claim pat
 every claim carries an expiring lease so a dead worker's host comes back by itself.
 """
 
+import dataclasses
 import uuid
 from collections import defaultdict
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q
+from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.db.models.functions import Least
 from django.utils import timezone
 
-from . import politeness
+from . import politeness, scope
 from .controls import (  # noqa: F401  (the frontier's steering, for the API, admin and beat)
     UNSET,
     InvalidDomain,
@@ -32,21 +33,25 @@ from .controls import (  # noqa: F401  (the frontier's steering, for the API, ad
 )
 from .filters import rejection_reason
 from .limits import current_limits
-from .models import DeadLetter, Host, Seed, ServerAddress, Url, UrlState
+from .models import CrawlScope, DeadLetter, Host, Seed, ServerAddress, Url, UrlState
 from .normalize import InvalidUrl, normalize
 from .outcomes import FetchReport, next_state
+from .scope import InvalidScope, ScopeSpec, parse_spec  # noqa: F401  (for the API, admin and commands)
 from .stats import dead_letter_count, host_figures, recent_errors, top_hosts, url_figures  # noqa: F401
 
 
 @dataclass(frozen=True)
 class Candidate:
     """A URL that wants in: a seed (depth 0), a link (parent depth + 1) or a redirect
-    target (parent depth, hops + 1)."""
+    target (parent depth, hops + 1). `url` may be relative to `base` (a link as written,
+    a Location header); `scopes` is the key of the scopes it was found under."""
 
     url: str
     depth: int = 0
     hops: int = 0
     referrer_id: int | None = None
+    base: str | None = None
+    scopes: str = ""
 
 
 @dataclass
@@ -106,9 +111,11 @@ def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
     limits = current_limits()
     best: dict[str, tuple] = {}  # url_hash -> (NormalUrl, Candidate): shallowest wins
     positions = defaultdict(list)  # url_hash -> its places in result.verdicts
+    scopes_of = {}  # scope key -> its scopes, once per batch
+    out_of_scope = defaultdict(int)  # scope id -> links it left out
     for cand in candidates:
         try:
-            norm = normalize(cand.url)
+            norm = normalize(cand.url, cand.base)
         except InvalidUrl as exc:
             result.reject(exc.args[0])
             continue
@@ -116,21 +123,36 @@ def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
         if reason:
             result.reject(reason)
             continue
+        if cand.scopes not in scopes_of:
+            scopes_of[cand.scopes] = scope.scopes_for(cand.scopes, limits.version)
+        if not scope.allowed(norm, scopes_of[cand.scopes]):
+            if cand.depth == 0 and cand.hops > 0:  # a seed's redirect: the seed moved, follow it
+                cand = dataclasses.replace(cand, scopes=scope.widened_for_redirect(cand.scopes, norm, limits.version))
+            else:
+                out_of_scope[int(cand.scopes.split(",", 1)[0])] += 1
+                result.reject("out_of_scope")
+                continue
         key = norm.url_hash
         positions[key].append(len(result.verdicts))
         result.verdicts.append(norm.url)
-        if key not in best or cand.depth < best[key][1].depth:
-            best[key] = (norm, cand)
+        if key in best:
+            kept = best[key][1] if best[key][1].depth <= cand.depth else cand
+            cand = dataclasses.replace(kept, scopes=scope.merge_keys(best[key][1].scopes, cand.scopes))
+        best[key] = (norm, cand)
+    if out_of_scope:
+        scope.count_out_of_scope(out_of_scope)
     if not best:
         return result
 
-    existing = dict(Url.objects.filter(url_hash__in=list(best)).values_list("url_hash", "depth"))
-    shallower = sorted((h, best[h][1].depth) for h, depth in existing.items() if best[h][1].depth < depth)
+    existing = {h: (depth, keys) for h, depth, keys in
+                Url.objects.filter(url_hash__in=list(best)).values_list("url_hash", "depth", "scopes")}
+    shallower = sorted((h, best[h][1].depth) for h, (depth, _) in existing.items() if best[h][1].depth < depth)
     for url_hash, depth in shallower:
         # Found again by a shorter path while still waiting: its links deserve that depth.
         Url.objects.filter(url_hash=url_hash, state=UrlState.QUEUED).update(
             depth=Least(F("depth"), depth), priority=-depth
         )
+    _widen_known_scopes({h: (keys, best[h][1].scopes) for h, (_, keys) in existing.items()})
     result.known = len(existing)
     fresh = {h: v for h, v in best.items() if h not in existing}
     if not fresh:
@@ -152,6 +174,7 @@ def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
                 Url(
                     url_hash=url_hash, url=norm.url, host_id=host_id, depth=cand.depth,
                     redirect_hops=cand.hops, priority=-cand.depth, referrer_id=cand.referrer_id,
+                    scopes=cand.scopes,
                 )
             )
     rows.sort(key=lambda row: row.url_hash)
@@ -163,6 +186,18 @@ def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
         Host.objects.filter(id=host_id).update(url_count=F("url_count") + n)
     result.admitted = len(rows)
     return result
+
+
+def _widen_known_scopes(known: dict[str, tuple[str, str]]) -> None:
+    """URLs still waiting that were found again under other scopes gain them (url hash ->
+    (scopes they have, scopes they were found under)): their links are judged by all."""
+    changes = defaultdict(list)  # (old key, new key) -> url hashes
+    for url_hash, (keys, found) in sorted(known.items()):
+        merged = scope.merge_keys(keys, found)
+        if merged != keys:
+            changes[(keys, merged)].append(url_hash)
+    for (keys, merged), hashes in sorted(changes.items()):
+        Url.objects.filter(url_hash__in=hashes, state=UrlState.QUEUED, scopes=keys).update(scopes=merged)
 
 
 def _hosts(origins: set[str]) -> dict[str, tuple[int, int]]:
@@ -179,14 +214,69 @@ def _hosts(origins: set[str]) -> dict[str, tuple[int, int]]:
     return found
 
 
-def add_seeds(urls: list[str]) -> AdmitResult:
-    """Admit seeds (depth 0) and log them, all or nothing: one transaction, so an API call
-    that fails midway leaves no trace (a seed list is small; link batches are not)."""
+def default_scope() -> ScopeSpec:
+    return ScopeSpec(settings.CRAWLER_DEFAULT_SCOPE)
+
+
+def add_seeds(urls: list[str], spec: ScopeSpec | None = None) -> AdmitResult:
+    """Admit seeds (depth 0) under a scope each (`spec` anchored on the seed; default
+    CRAWLER_DEFAULT_SCOPE) and log them, all or nothing: one transaction, so an API call
+    that fails midway leaves no trace (a seed list is small; link batches are not).
+
+    A seed already in the frontier keeps its state; a new scope then applies to the
+    links found from now on (while it waits, it gains the scope)."""
+    spec = spec or default_scope()
+    try:
+        return _add_seeds(urls, spec)
+    except BaseException:
+        scope.forget_loaded_scopes()  # rows loaded inside the rolled-back transaction
+        raise
+
+
+def _add_seeds(urls: list[str], spec: ScopeSpec) -> AdmitResult:
     with transaction.atomic():
-        result = add_urls(Candidate(url=u) for u in urls)
-        accepted = dict.fromkeys(v for v in result.verdicts if not v.startswith("rejected:"))
-        Seed.objects.bulk_create([Seed(url=v) for v in accepted])
+        candidates, scope_ids = [], []
+        for url in urls:
+            try:
+                scope_id = scope.scope_for(spec, normalize(url)).id
+            except InvalidUrl:
+                scope_id = None  # add_urls rejects it, with the reason
+            scope_ids.append(scope_id)
+            candidates.append(Candidate(url=url, scopes=str(scope_id or "")))
+        result = add_urls(candidates)
+        accepted = {(verdict, scope_id): None for verdict, scope_id in zip(result.verdicts, scope_ids)
+                    if not verdict.startswith("rejected:")}
+        known = set(Seed.objects.filter(url__in=[url for url, _ in accepted]).values_list("url", "scope_id"))
+        Seed.objects.bulk_create([Seed(url=url, scope_id=scope_id) for url, scope_id in accepted
+                                  if (url, scope_id) not in known])
     return result
+
+
+def seed_rejection(url: str) -> str | None:
+    """Why a seed would not be admitted under the limits in force (None: it would be)."""
+    try:
+        norm = normalize(url)
+    except InvalidUrl as exc:
+        return exc.args[0]
+    return rejection_reason(norm, 0, 0, current_limits())
+
+
+scope_key_taken = scope.key_taken
+save_scope_patterns = scope.save_patterns
+
+
+def scope_summary(limit: int = 20) -> dict:
+    """The scopes seeds were given, most used first: for the crawl summary and `status`."""
+    rows = (CrawlScope.objects.annotate(seed_count=Count("seeds")).order_by("-seed_count", "id")
+            .values_list("id", "kind", "anchor", "include", "exclude", "out_of_scope", "seed_count")[:limit])
+    return {
+        "scopes": [{"id": i, "kind": kind, "anchor": anchor, "include": include.splitlines(),
+                    "exclude": exclude.splitlines(), "out_of_scope": left_out, "seeds": seeds}
+                   for i, kind, anchor, include, exclude, left_out, seeds in rows],
+        "total": CrawlScope.objects.count(),
+        "unscoped_seeds": Seed.objects.filter(scope=None).count(),
+        "out_of_scope": CrawlScope.objects.aggregate(n=Sum("out_of_scope"))["n"] or 0,
+    }
 
 
 def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
@@ -332,20 +422,34 @@ def host_delay(host: HostView) -> float:
     return politeness.delay_for(host.crawl_delay, host.response_time)
 
 
+# Sitemap URLs kept per host at most (a robots.txt may list thousands).
+MAX_SITEMAPS = 100
+
+
 def save_robots(host_id: int, status: int | None, body: str, crawl_delay: float | None,
-                error: str, fetched_at: datetime, expires_at: datetime) -> None:
+                error: str, fetched_at: datetime, expires_at: datetime, sitemaps: Iterable[str] = ()) -> None:
     Host.objects.filter(id=host_id).update(
         robots_status=status, robots_body=body, crawl_delay=crawl_delay, robots_error=error[:40],
         robots_fetched_at=fetched_at, robots_expires_at=expires_at,
+        robots_sitemaps="\n".join(list(dict.fromkeys(sitemaps))[:MAX_SITEMAPS]),
     )
 
 
-def queued_urls(url_ids: list[int]) -> list[tuple[int, str, int, int, int]]:
-    """(id, url, depth, redirect_hops, attempts) of those still queued, in the given order."""
+class QueuedUrl(NamedTuple):
+    id: int
+    url: str
+    depth: int
+    hops: int
+    attempts: int
+    scopes: str  # the key its links are judged by (frontier.scope)
+
+
+def queued_urls(url_ids: list[int]) -> list[QueuedUrl]:
+    """Those of the URLs still queued, in the given order."""
     rows = {
-        r[0]: r
+        r[0]: QueuedUrl(*r)
         for r in Url.objects.filter(id__in=url_ids, state=UrlState.QUEUED).values_list(
-            "id", "url", "depth", "redirect_hops", "attempts"
+            "id", "url", "depth", "redirect_hops", "attempts", "scopes"
         )
     }
     return [rows[i] for i in url_ids if i in rows]
@@ -462,4 +566,5 @@ def crawl_summary() -> dict:
         "hosts": Host.objects.count(),
         "hosts_leased": Host.objects.filter(leased_until__gt=now).count(),
         "dead_letters": DeadLetter.objects.count(),
+        "scope": scope_summary(),
     }

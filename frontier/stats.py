@@ -14,6 +14,7 @@ from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, Whe
 from django.utils import timezone
 
 from .models import DeadLetter, Host, Url, UrlState
+from .robots_state import VERDICT_FILTERS, RobotsVerdict
 
 RECENT_WINDOWS = {"1m": 60, "5m": 300, "15m": 900}
 # Where the last attempt went wrong (retrying, or given up): the dashboard's "errors".
@@ -70,10 +71,11 @@ def host_figures() -> dict:
         backing_off=Count("id", filter=~leased & Q(next_fetch_at__gt=now)),
         circuit_open=Count("id", filter=Q(failures__gte=threshold)),
         robots_cached=Count("id", filter=Q(robots_expires_at__gt=now)),
-        robots_never=Count("id", filter=Q(robots_fetched_at__isnull=True)),
-        robots_allow_all=Count("id", filter=Q(robots_status__gte=400, robots_status__lt=500)),
-        robots_ok=Count("id", filter=Q(robots_status__gte=200, robots_status__lt=300)),
-        robots_unavailable=Count("id", filter=~Q(robots_error="")),
+        # One definition of what each robots.txt answer means (robots_state): every host in one.
+        robots_never=Count("id", filter=VERDICT_FILTERS[RobotsVerdict.NOT_FETCHED]),
+        robots_ok=Count("id", filter=VERDICT_FILTERS[RobotsVerdict.RULES]),
+        robots_allow_all=Count("id", filter=VERDICT_FILTERS[RobotsVerdict.ALLOW_ALL]),
+        robots_unavailable=Count("id", filter=VERDICT_FILTERS[RobotsVerdict.DISALLOW_ALL]),
     )
     due = Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED, next_fetch_at__lte=now)
     free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)

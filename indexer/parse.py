@@ -2,17 +2,18 @@
 
 Decoding: the HTTP charset wins, then a <meta charset> in the first 4 KB, then UTF-8;
 undecodable bytes become U+FFFD rather than failing (lying charsets are common).
-Links: <a>/<area> href, resolved against <base href> when present; rel=nofollow links are
-dropped; meta robots nofollow drops them all. Links are returned as absolute strings; the
-frontier normalizes and filters them.
+Links: <a>/<area> href as written, with the document's base URL (<base href> when present,
+resolved as browsers do); rel=nofollow links are dropped; meta robots nofollow drops them
+all. The frontier resolves each link against the base and canonicalizes it in one step
+(frontier.normalize, a WHATWG parser), so a link is parsed once.
 """
 
 import codecs
 import re
 import threading
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
 
+import ada_url
 from lxml import etree
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
@@ -31,7 +32,8 @@ class ParsedPage:
     title: str = ""
     headings: str = ""
     text: str = ""
-    links: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)  # hrefs as written, relative to `base`
+    base: str = ""  # the URL links resolve against
     canonical: str = ""
     noindex: bool = False
     nofollow: bool = False
@@ -102,20 +104,19 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
             page.canonical = _safe_join(url, link.get("href"))
             break
 
-    base = url
+    page.base = url
     base_el = doc.find(".//base[@href]")
     if base_el is not None:
-        base = _safe_join(url, base_el.get("href")) or url
+        page.base = _safe_join(url, base_el.get("href")) or url
     if not page.nofollow:
         seen = set()
         for el in doc.iter("a", "area"):
             href = el.get("href")
-            if not href or "nofollow" in (el.get("rel") or "").lower().split():
-                continue
-            absolute = _safe_join(base, href)
-            if absolute and absolute not in seen:
-                seen.add(absolute)
-                page.links.append(absolute)
+            if not href or href[0] == "#" or "nofollow" in (el.get("rel") or "").lower().split():
+                continue  # "#…" is a place in the page itself (with <base>, in the base: known)
+            if href not in seen:
+                seen.add(href)
+                page.links.append(href)
                 if len(page.links) >= max_links:
                     break
 
@@ -130,6 +131,6 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
 
 def _safe_join(base: str, href: str) -> str:
     try:
-        return urljoin(base, href.strip())
-    except ValueError:  # e.g. an invalid IPv6 literal
+        return ada_url.join_url(base, href)
+    except ValueError:  # no valid URL (an invalid host, a bad port…)
         return ""

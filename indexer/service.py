@@ -42,7 +42,12 @@ class PreparedPage:
 
     @property
     def links(self) -> list[str]:
+        """Links as written in the page; they resolve against `base`."""
         return self.parsed.links if self.parsed is not None else []
+
+    @property
+    def base(self) -> str:
+        return self.parsed.base if self.parsed is not None and self.parsed.base else self.url
 
 
 def content_hash(body: bytes) -> str:

@@ -38,8 +38,8 @@ def sample_web(tmp_path, **overrides):
         yield web
 
 
-def audit(web, default_delay=DEFAULT_DELAY):
-    return audit_log(web.request_log, web, default_delay, depth_limit=DEPTH_LIMIT)
+def audit(web, default_delay=DEFAULT_DELAY, scope="web"):
+    return audit_log(web.request_log, web, default_delay, depth_limit=DEPTH_LIMIT, scope=scope)
 
 
 def assert_complete_and_polite(web, report, *, allow_duplicates=False):

@@ -11,7 +11,7 @@ from django.test import Client
 from console.keys import check_key, create_key
 from console.models import ApiKey
 from frontier import service
-from frontier.models import CrawlLimits, ExcludedDomain, Seed, Url
+from frontier.models import CrawlLimits, CrawlScope, ExcludedDomain, Seed, Url
 
 pytestmark = pytest.mark.django_db
 
@@ -135,13 +135,51 @@ def test_it_adds_seeds_and_says_why_each_rejected_one_was_refused(api):
     body = response.json()
     assert body["accepted"] == 4 and body["added"] == 2 and body["alreadyKnown"] == 2
     assert body["rejected"] == 3
-    assert [(r["index"], r["reason"]) for r in body["rejections"]] == [(2, "scheme"), (3, "scheme"), (5, "credentials")]
+    assert [(r["index"], r["reason"]) for r in body["rejections"]] == [
+        (2, "scheme"), (3, "unparsable"), (5, "credentials")]
     assert all(r["message"] for r in body["rejections"])
     assert set(Url.objects.values_list("url", flat=True)) == {
         "http://known.test/", "http://example.test/a", "http://example.test/b"}
     assert Url.objects.get(url="http://example.test/a").depth == 0
     assert sorted(Seed.objects.values_list("url", flat=True)) == [
         "http://example.test/a", "http://example.test/b", "http://known.test/"]
+
+
+def test_seeds_get_the_default_scope_or_the_one_asked_for(api, settings):
+    body = api.post("/seed/urls", {"urls": ["http://www.d.test/a/b.html"]}).json()
+    assert body["scope"] == {"kind": settings.CRAWLER_DEFAULT_SCOPE, "include": [], "exclude": []}
+    body = api.post("/seed/urls", {"urls": ["http://d.test/docs/index.html"],
+                                   "scope": {"kind": "prefix", "exclude": ["\\.pdf$"]}}).json()
+    assert body["scope"] == {"kind": "prefix", "include": [], "exclude": ["\\.pdf$"]}
+    assert api.post("/seed/urls", {"urls": ["http://x.d.test/"], "scope": "domain"}).json()["scope"]["kind"] == "domain"
+    scopes = {(s.kind, s.anchor, s.exclude) for s in CrawlScope.objects.all()}
+    assert scopes == {("host", "d.test", ""), ("prefix", "d.test/docs/", "\\.pdf$"), ("domain", "d.test", "")}
+    prefix = Seed.objects.get(url="http://d.test/docs/index.html").scope
+    assert Url.objects.get(url="http://d.test/docs/index.html").scopes == str(prefix.id)
+
+
+def test_reposting_seeds_logs_each_seed_once(api):
+    for _ in range(3):
+        api.post("/seed/urls", {"urls": ["http://r.test/", "http://r.test/"]})
+    assert Seed.objects.count() == 1 and CrawlScope.objects.count() == 1
+
+
+@pytest.mark.parametrize("scope, message", [
+    ("galaxy", "scope: unknown scope 'galaxy'; one of host, domain, prefix, web"),
+    (7, "scope must be a string or an object, got an integer"),
+    ({"kind": "host", "only": ["x"]}, "unknown scope field(s): only"),
+    ({"kind": 1}, "scope.kind must be a string, got an integer"),
+    ({"kind": "host", "include": "x"}, "scope.include must be an array of regular expressions, got a string"),
+    ({"kind": "host", "exclude": ["(a"]}, "scope: exclude[0] is not a valid regular expression"),
+    ({"kind": "host", "exclude": [""]}, "scope: exclude[0] must be a non-empty string"),
+    ({"kind": "host", "include": [3]}, "scope: include[0] must be a non-empty string"),
+    ({"kind": "host", "include": ["x" * 501]}, "at most 500 characters"),
+    ({"kind": "host", "include": ["x"] * 51}, "51 include patterns; at most 50"),
+])
+def test_a_bad_scope_is_refused_and_nothing_is_added(api, scope, message):
+    response = api.post("/seed/urls", {"urls": ["http://a.test/"], "scope": scope})
+    assert response.status_code == 400 and message in error_of(response)
+    assert not Url.objects.exists() and not CrawlScope.objects.exists()
 
 
 def test_seeds_of_an_excluded_domain_or_over_the_quota_are_rejected_with_reasons(api):

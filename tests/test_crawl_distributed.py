@@ -38,7 +38,7 @@ def fresh_index():
 def test_it_crawls_completely_and_politely_with_two_workers_and_two_dispatchers(tmp_path, fresh_index):
     with sample_web(tmp_path) as web:
         with distributed_cluster(workers=2, dispatchers=2) as running:
-            service.add_seeds(web.seeds)
+            service.add_seeds(web.seeds, service.ScopeSpec("web"))
             wait_until_done(running)
     report = audit(web)
     assert_complete_and_polite(web, report)
@@ -51,7 +51,7 @@ def test_it_loses_no_url_when_a_worker_is_killed_mid_crawl(tmp_path, fresh_index
     with sample_web(tmp_path) as web:
         # A short lease so the dead worker's hosts come back quickly.
         with distributed_cluster(workers=2, dispatchers=1, CRAWLER_LEASE_SECONDS=3) as running:
-            service.add_seeds(web.seeds)
+            service.add_seeds(web.seeds, service.ScopeSpec("web"))
             killed = once_fetched(40, lambda: running.procs["worker0"].send_signal(signal.SIGKILL))
             wait_until_done(running, on_progress=killed)
             assert killed.done, "the crawl finished before the worker could be killed"

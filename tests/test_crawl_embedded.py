@@ -26,7 +26,8 @@ def crawled(django_db_setup, django_db_blocker, tmp_path_factory, module_test_se
         get_search_backend().clear()  # flush leaves the backend's raw index behind
         with sample_web(tmp_path_factory.mktemp("embedded")) as web:
             out = StringIO()
-            call_command("crawl", *web.seeds, "--no-progress", "--json", "--threads", "6", stdout=out)
+            call_command("crawl", *web.seeds, "--scope", "web", "--no-progress", "--json", "--threads", "6",
+                         stdout=out)
             summary = json.loads(out.getvalue())
         yield web, audit(web), summary
         call_command("flush", "--no-input")

@@ -63,7 +63,7 @@ def test_a_killed_and_restarted_dispatcher_loses_nothing(tmp_path):
     with sample_web(tmp_path) as web:
         with distributed_cluster(workers=1, dispatchers=1, concurrency=CONCURRENCY, CRAWLER_LEASE_SECONDS=LEASE,
                                  CRAWLER_HOST_BATCH_SIZE=BATCH) as running:
-            service.add_seeds(web.seeds)
+            service.add_seeds(web.seeds, service.ScopeSpec("web"))
 
             def kill_and_restart():
                 running.kill("dispatcher0")
@@ -92,7 +92,7 @@ def test_a_killed_embedded_crawler_continues_where_it_stopped(tmp_path):
     with sample_web(tmp_path) as web:
         crawl = [sys.executable, "manage.py", "crawl", "--no-progress"]
         cluster = Cluster(env=env)
-        first = cluster.start("crawl", crawl + list(web.seeds))
+        first = cluster.start("crawl", crawl + ["--scope", "web", *web.seeds])
         connection.close()
         deadline = time.monotonic() + CRAWL_TIMEOUT
         while fetched_count() < 30:
@@ -137,7 +137,7 @@ def test_a_redis_restart_mid_crawl_loses_nothing(tmp_path):
             with distributed_cluster(workers=2, dispatchers=1, concurrency=CONCURRENCY,
                                      CELERY_BROKER_URL=f"redis://127.0.0.1:{port}/0", CRAWLER_LEASE_SECONDS=LEASE,
                                      CRAWLER_HOST_BATCH_SIZE=BATCH) as running:
-                service.add_seeds(web.seeds)
+                service.add_seeds(web.seeds, service.ScopeSpec("web"))
 
                 def restart_redis():
                     nonlocal broker
@@ -196,7 +196,7 @@ def test_cut_database_connections_mid_crawl_lose_nothing(tmp_path):
     with sample_web(tmp_path) as web:
         with distributed_cluster(workers=2, dispatchers=1, concurrency=CONCURRENCY, CRAWLER_LEASE_SECONDS=LEASE,
                                  CRAWLER_HOST_BATCH_SIZE=BATCH) as running:
-            service.add_seeds(web.seeds)
+            service.add_seeds(web.seeds, service.ScopeSpec("web"))
             cut = []
 
             def cut_connections():

@@ -1,8 +1,6 @@
 """fetch.service.fetch_batch against small loopback servers with misbehaving robots.txt."""
 
-import threading
 from collections import Counter
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.utils import timezone
@@ -11,32 +9,23 @@ from fetch.embedded import run_crawl
 from frontier import service
 from frontier.models import DeadLetter, Host, Url
 
+from .loopback import QuietHandler, start
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def serve(robots_status):
     hits = Counter()
 
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *args):
-            pass
-
+    class Handler(QuietHandler):
         def do_GET(self):
             hits[self.path] += 1
             status = robots_status if self.path == "/robots.txt" else 200
             body = b"User-agent: *\nAllow: /\n" if status == 200 else b"<html><title>page</title></html>"
-            self.send_response(status)
-            self.send_header("Content-Type", "text/html" if self.path != "/robots.txt" else "text/plain")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+            self.send(status, body, [("Content-Type", "text/html" if self.path != "/robots.txt" else "text/plain")])
 
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv, hits, f"http://127.0.0.1:{srv.server_address[1]}"
+    srv, origin = start(Handler)
+    return srv, hits, origin
 
 
 @pytest.fixture
@@ -160,7 +149,7 @@ def test_a_group_that_cannot_be_written_is_written_again_lease_by_lease(settings
         assert [lease.origin for lease in leases] == [servers[0][2], servers[1][2]]
         collected = [collect_batch(service.begin_lease(lease.host_id, lease.token), lease.token, lease.url_ids)
                      for lease in leases]
-        page, _, _ = collected[1].result.pages[0]
+        page, _ = collected[1].result.pages[0]
         page.url_id = Url.objects.order_by("-id").values_list("id", flat=True).first() + 1000
         stats = RunStats()
         requests = _commit(collected, stats)

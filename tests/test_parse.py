@@ -1,4 +1,10 @@
+from frontier.normalize import normalize
 from indexer.parse import choose_encoding, parse_html
+
+
+def resolved(page):
+    """The links as the frontier admits them: resolved against the page's base, canonical."""
+    return [normalize(link, page.base).url for link in page.links]
 
 PAGE = b"""<!doctype html><html><head><title> The  Title </title>
 <meta name="robots" content="index, follow"><link rel="canonical" href="/canon.html">
@@ -16,8 +22,10 @@ def test_it_extracts_title_headings_text_and_links():
     assert "First para" not in page.text and "Firstpara" in page.text
     assert "second block" in page.text and "Main heading" in page.text
     assert "scriptword" not in page.text and "color" not in page.text
-    assert page.links == [
-        "http://h.test/a.html#frag", "http://h.test/dir/b.html", "http://other.test/c",
+    assert page.links == ["/a.html#frag", "b.html", "http://other.test/c", "/a.html", "/map.html"]
+    assert page.base == "http://h.test/dir/page.html"
+    assert resolved(page) == [
+        "http://h.test/a.html", "http://h.test/dir/b.html", "http://other.test/c",
         "http://h.test/a.html", "http://h.test/map.html",
     ]
     assert page.canonical == "http://h.test/canon.html"
@@ -27,12 +35,20 @@ def test_it_extracts_title_headings_text_and_links():
 def test_it_resolves_links_against_base_href():
     page = parse_html(b'<html><head><base href="/p/"></head><body><a href="8.html">x</a></body></html>',
                       "http://h.test/base/index.html")
-    assert page.links == ["http://h.test/p/8.html"]
+    assert page.base == "http://h.test/p/"
+    assert resolved(page) == ["http://h.test/p/8.html"]
+
+
+def test_it_skips_links_to_a_place_in_the_page_and_keeps_an_invalid_base_out():
+    page = parse_html(b'<a href="#top">top</a><a href="#">x</a><a href="x.html">x</a>', "http://h.test/d/")
+    assert page.links == ["x.html"]
+    bad_base = parse_html(b'<base href="http://[oops/"><a href="x.html">x</a>', "http://h.test/d/")
+    assert bad_base.base == "http://h.test/d/"
 
 
 def test_it_honours_meta_robots():
     noindex = parse_html(b'<meta name="robots" content="NOINDEX"><a href="/x">x</a>', "http://h.test/")
-    assert noindex.noindex and not noindex.nofollow and noindex.links == ["http://h.test/x"]
+    assert noindex.noindex and not noindex.nofollow and resolved(noindex) == ["http://h.test/x"]
     nofollow = parse_html(b'<meta name="robots" content="nofollow"><a href="/x">x</a>', "http://h.test/")
     assert nofollow.nofollow and nofollow.links == []
     none = parse_html(b'<meta name="robots" content="none"><a href="/x">x</a>', "http://h.test/")

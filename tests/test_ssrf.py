@@ -38,7 +38,7 @@ def test_seeds_links_redirects_and_names_pointing_at_internal_services_are_refus
     with hostile_web(address=WEB_ADDRESS) as web:
         seeds = ["http://127.0.0.1:6379/", "http://localhost:5432/", web.url("/ssrf-links"),
                  web.url("/redirect-postgres")]
-        service.add_seeds(seeds)
+        service.add_seeds(seeds, service.ScopeSpec("web"))  # the guard must hold on the open web
         stats = run_crawl(threads=2, max_seconds=60)
     assert stats.errors == 0
     refused = [*seeds[:2], *SSRF_TARGETS, "http://127.0.0.1:5432/from-redirect"]

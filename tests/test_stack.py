@@ -126,7 +126,7 @@ def test_the_procfile_stack_crawls_reports_and_stops_cleanly(tmp_path, stack):
                  STARTUP_TIMEOUT, "Flower to see the worker", stack)
 
         with sample_web(tmp_path) as web:
-            answer = api.post(f"{stack.web}/seed/urls", json={"urls": web.seeds}, timeout=10)
+            answer = api.post(f"{stack.web}/seed/urls", json={"urls": web.seeds, "scope": "web"}, timeout=10)
             assert answer.status_code == 200 and answer.json()["accepted"] == len(web.seeds)
             wait_for(lambda: not service.has_pending_work(), CRAWL_TIMEOUT, "the crawl to finish", stack)
         assert_complete_and_polite(web, audit(web))

@@ -4,7 +4,7 @@ import pytest
 from django.urls import reverse
 
 from frontier import service
-from frontier.models import DeadLetter, Host, Seed, Url
+from frontier.models import CrawlScope, DeadLetter, Host, Seed, Url
 from indexer.backends import get_search_backend
 from indexer.models import Document
 
@@ -22,7 +22,8 @@ def crawled_rows():
     return url, doc
 
 
-@pytest.mark.parametrize("model", ["host", "url", "seed", "excludeddomain", "crawllimits", "deadletter"])
+@pytest.mark.parametrize("model", ["host", "url", "seed", "crawlscope", "excludeddomain", "crawllimits",
+                                   "deadletter"])
 def test_it_lists_frontier_models_in_the_admin(admin_client, crawled_rows, model):
     page = admin_client.get(reverse(f"admin:frontier_{model}_changelist"))
     assert page.status_code == 200
@@ -47,11 +48,45 @@ def test_it_requeues_dead_letters_from_the_admin(admin_client, crawled_rows):
     assert (url.state, url.attempts) == ("queued", 0) and not DeadLetter.objects.exists()
 
 
-def test_it_adds_seeds_from_the_admin_in_canonical_form(admin_client):
-    admin_client.post(reverse("admin:frontier_seed_add"), {"url": "HTTP://New.test:80/x#y"})
-    assert list(Seed.objects.values_list("url", flat=True)) == ["http://new.test/x"]
-    assert Url.objects.filter(url="http://new.test/x", state="queued").exists()
-    assert Host.objects.filter(origin="http://new.test").exists()
+def test_it_adds_seeds_from_the_admin_in_canonical_form_with_their_scope(admin_client):
+    page = admin_client.post(reverse("admin:frontier_seed_add"), {
+        "url": "HTTP://www.New.test:80/x#y", "scope_kind": "domain", "include": "cdn\\.example/\n", "exclude": ""})
+    assert page.status_code == 302
+    seed = Seed.objects.select_related("scope").get()
+    assert seed.url == "http://www.new.test/x"
+    assert (seed.scope.kind, seed.scope.anchor, seed.scope.include) == ("domain", "new.test", "cdn\\.example/")
+    assert Url.objects.filter(url="http://www.new.test/x", state="queued", scopes=str(seed.scope_id)).exists()
+    assert Host.objects.filter(origin="http://www.new.test").exists()
+    # A log of what was asked for: viewable, not editable.
+    change = admin_client.post(reverse("admin:frontier_seed_change", args=[seed.id]), {"url": "http://other.test/"})
+    assert change.status_code == 403 and Seed.objects.get().url == "http://www.new.test/x"
+
+
+@pytest.mark.parametrize("form, error", [
+    ({"url": "http://n.test/", "scope_kind": "galaxy"}, b"Select a valid choice"),
+    ({"url": "http://n.test/", "scope_kind": "host", "exclude": "(unclosed"}, b"not a valid regular expression"),
+    ({"url": "ftp://n.test/", "scope_kind": "host"}, b"not admitted: scheme"),
+])
+def test_it_refuses_a_bad_seed_or_scope_in_the_admin_and_writes_nothing(admin_client, form, error):
+    page = admin_client.post(reverse("admin:frontier_seed_add"), form)
+    assert page.status_code == 200 and error in page.content
+    assert not Seed.objects.exists() and not Url.objects.exists()
+
+
+def test_it_changes_a_scopes_patterns_in_the_admin_and_workers_see_it(admin_client):
+    from frontier.limits import current_limits
+
+    service.add_seeds(["http://s.test/"], service.ScopeSpec("host"))
+    row = CrawlScope.objects.get()
+    version = current_limits().version
+    page = admin_client.post(reverse("admin:frontier_crawlscope_change", args=[row.id]),
+                             {"include": "", "exclude": "/private/"})
+    assert page.status_code == 302
+    row.refresh_from_db()
+    assert row.exclude == "/private/" and current_limits().version > version
+    result = service.add_urls([service.Candidate("http://s.test/private/x", 1, scopes=str(row.id)),
+                               service.Candidate("http://s.test/public", 1, scopes=str(row.id))])
+    assert (result.admitted, result.rejected) == (1, {"out_of_scope": 1})
 
 
 def test_it_keeps_the_admin_for_staff_only(client):

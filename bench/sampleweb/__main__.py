@@ -50,6 +50,8 @@ def build_parser() -> argparse.ArgumentParser:
         add_config_arguments(sub)
         sub.add_argument("--depth-limit", type=int, default=20)
         sub.add_argument("--max-redirects", type=int, default=3)
+        sub.add_argument("--scope", choices=("web", "host"), default="web",
+                         help="the crawl's scope: the whole sample web, or the seed's host")
     audit.add_argument("--log", required=True)
     audit.add_argument("--default-delay", type=float, required=True)
     audit.add_argument("--tolerance", type=float, default=0.005)
@@ -68,11 +70,11 @@ def main(argv=None) -> int:
         return run(config, args.log, args.exit_with_parent)
     web = SampleWeb(config)
     if args.command == "truth":
-        for url in sorted(web.ground_truth(args.depth_limit, args.max_redirects)):
+        for url in sorted(web.ground_truth(args.depth_limit, args.max_redirects, args.scope)):
             print(url)
         return 0
     report = audit_log(args.log, web, args.default_delay, args.tolerance,
-                       depth_limit=args.depth_limit, max_redirects=args.max_redirects)
+                       depth_limit=args.depth_limit, max_redirects=args.max_redirects, scope=args.scope)
     json.dump(report, sys.stdout, indent=1)
     print()
     return 0

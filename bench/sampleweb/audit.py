@@ -64,7 +64,7 @@ def _max_overlap(entries: list[Entry]) -> int:
 
 
 def audit_log(log_path, web, default_delay: float, tolerance: float = 0.005,
-              depth_limit: int = 20, max_redirects: int = 3) -> dict:
+              depth_limit: int = 20, max_redirects: int = 3, scope: str = "web") -> dict:
     """Audit the log at `log_path` against `web` (a SampleWeb); see module doc."""
     entries = read_log(log_path)
     by_host: dict[str, list[Entry]] = defaultdict(list)
@@ -111,7 +111,7 @@ def audit_log(log_path, web, default_delay: float, tolerance: float = 0.005,
                 until = cur.end + retry_after
                 blocked_until = until if blocked_until is None else max(blocked_until, until)
 
-    truth = web.ground_truth(depth_limit=depth_limit, max_redirects=max_redirects)
+    truth = web.ground_truth(depth_limit=depth_limit, max_redirects=max_redirects, scope=scope)
     fetched = set(counts)
     in_flight_violations = sum(1 for n in max_in_flight.values() if n > 1)
     first = min((e.start for e in entries), default=0.0)

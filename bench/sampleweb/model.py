@@ -380,6 +380,6 @@ class SampleWeb:
                           links, (2, 4))
 
     # ----------------------------------------------------------- truth
-    def ground_truth(self, depth_limit: int = 20, max_redirects: int = 3) -> set[str]:
+    def ground_truth(self, depth_limit: int = 20, max_redirects: int = 3, scope: str = "web") -> set[str]:
         """Canonical URLs a correct crawler fetches (robots.txt excluded); see truth.py."""
-        return ground_truth(self, depth_limit, max_redirects)
+        return ground_truth(self, depth_limit, max_redirects, scope)

@@ -12,6 +12,10 @@ rel=nofollow; only http(s) links count; fragments are dropped; relative
 links resolve against <base href> if present.  Flaky hosts count as normal
 (a crawler retries 429/503).  Every admitted URL is in the set, whatever
 its status.
+
+Scope: "web" admits every host; "host" only the seeds' hosts, plus the host
+a seed redirects to (a seed that moved is still the seed).  Exact for this
+web's single seed.
 """
 from __future__ import annotations
 
@@ -29,12 +33,15 @@ def canonical(url: str) -> str | None:
     return url
 
 
-def ground_truth(web, depth_limit: int = 20, max_redirects: int = 3) -> set[str]:
+def ground_truth(web, depth_limit: int = 20, max_redirects: int = 3, scope: str = "web") -> set[str]:
     """Level-by-level BFS over `web` (a SampleWeb).
 
     Redirect targets join the current level (same depth, hops + 1), so
     every URL is admitted at its smallest depth.
     """
+    if scope not in ("web", "host"):
+        raise ValueError(f"scope {scope!r}: the truth knows 'web' and 'host'")
+    hosts = {urlsplit(url).hostname for url in web.seeds}
     admitted: set[str] = set()
     level = [(url, 0) for url in web.seeds]
     depth = 0
@@ -44,6 +51,10 @@ def ground_truth(web, depth_limit: int = 20, max_redirects: int = 3) -> set[str]
         while pos < len(level):
             url, hops = level[pos]
             pos += 1
+            if scope == "host" and urlsplit(url).hostname not in hosts:
+                if depth > 0 or hops == 0:
+                    continue
+                hosts.add(urlsplit(url).hostname)  # a seed's redirect: the seed moved
             if url in admitted or hops > max_redirects or web.robots_disallowed(url):
                 continue
             admitted.add(url)

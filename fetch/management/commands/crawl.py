@@ -8,17 +8,20 @@ from tqdm import tqdm
 from fetch import archive
 from fetch.embedded import run_crawl
 from frontier import service as frontier
+from frontier.management.scope_args import add_scope_arguments, describe_scopes, scope_from_options
 from indexer.service import document_counts
 
 
 class Command(BaseCommand):
     help = (
         "Embedded crawl: seed the given URLs and crawl in-process with a thread pool until "
-        "nothing is due and nothing is in flight, then print a summary."
+        "nothing is due and nothing is in flight, then print a summary. By default only the "
+        "seeds' hosts are crawled (--scope)."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("urls", nargs="*", help="seed URLs (optional if the frontier has work)")
+        add_scope_arguments(parser)
         parser.add_argument("--threads", type=int, default=None, help="default CRAWLER_EMBEDDED_THREADS")
         parser.add_argument("--max-seconds", type=float, default=None, help="stop after this long")
         parser.add_argument("--no-progress", action="store_true")
@@ -26,7 +29,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         if options["urls"]:
-            seeded = frontier.add_seeds(options["urls"])
+            seeded = frontier.add_seeds(options["urls"], scope_from_options(options))
             if not seeded.admitted and not seeded.known:
                 raise CommandError(f"no seed was accepted: {seeded.rejected}")
         elif not frontier.has_pending_work():
@@ -75,6 +78,11 @@ class Command(BaseCommand):
         w(f"\nCrawl finished in {s['elapsed_seconds']} s ({s['cpu_seconds']} s CPU): "
           f"{s['requests']} requests, {s['pages_per_second']} requests/s")
         w(f"URLs: {s['urls']} known, {s['fetched']} fetched, on {s['hosts']} hosts")
+        scopes = describe_scopes(s["scope"])
+        if scopes:
+            w("Scope: " + scopes[0])
+            for line in scopes[1:]:
+                w("       " + line)
         w("  by state:  " + ", ".join(f"{k} {v}" for k, v in sorted(s["by_state"].items())))
         w("  by status: " + ", ".join(f"{k} {v}" for k, v in s["by_status"].items()))
         w(f"Documents: {docs['indexed']} indexed, {docs['duplicates']} duplicates, "

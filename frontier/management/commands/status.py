@@ -3,6 +3,7 @@ import json
 from django.core.management.base import BaseCommand
 
 from frontier import service
+from frontier.management.scope_args import describe_scopes
 
 
 class Command(BaseCommand):
@@ -16,5 +17,7 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(summary, indent=2))
             return
+        scope = summary.pop("scope")
         for key, value in summary.items():
             self.stdout.write(f"{key}: {value}")
+        self.stdout.write("scope:" + "".join(f"\n  {line}" for line in describe_scopes(scope) or ["(no seeds)"]))
