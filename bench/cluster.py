@@ -8,6 +8,7 @@ from /proc just before each process is stopped.
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,13 +26,23 @@ class Cluster:
     commands: dict[str, list[str]] = field(default_factory=dict)
     cpu: dict[str, float] = field(default_factory=dict)  # filled in when stopped
     peak_rss: dict[str, float] = field(default_factory=dict)  # MB, filled in when stopped
+    stderr: dict = field(default_factory=dict)  # name -> file holding what it wrote to stderr
 
     def start(self, name: str, argv: list[str] | None = None) -> subprocess.Popen:
         """Start (or, after it died, start again) the named process."""
         argv = self.commands.setdefault(name, argv)
+        # stderr goes to a file, not a pipe: nobody reads a pipe while the crawl runs, and a
+        # full one would block a process that logs a lot (a traceback per failing host).
+        self.stderr[name] = tempfile.TemporaryFile()
         self.procs[name] = subprocess.Popen(argv, cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.PIPE)
+                                            stderr=self.stderr[name])
         return self.procs[name]
+
+    def stderr_tail(self, name: str, size: int = 8000) -> str:
+        handle = self.stderr[name]
+        handle.seek(0, 2)
+        handle.seek(max(0, handle.tell() - size))
+        return handle.read().decode(errors="replace")
 
     def kill(self, name: str) -> None:
         """SIGKILL, the way a machine dies: no cleanup, no goodbye."""
@@ -42,8 +53,7 @@ class Cluster:
         for name, proc in self.procs.items():
             code = proc.poll()
             if code is not None and not (allow_killed and code == -signal.SIGKILL):
-                err = proc.stderr.read().decode(errors="replace")[-8000:] if proc.stderr else ""
-                raise RuntimeError(f"{name} exited with {code}: {err}")
+                raise RuntimeError(f"{name} exited with {code}: {self.stderr_tail(name)}")
 
 
 def worker_name(i: int) -> str:
@@ -51,12 +61,15 @@ def worker_name(i: int) -> str:
 
 
 @contextmanager
-def run_cluster(env: dict, workers: int = 2, dispatchers: int = 2, concurrency: int = 4):
+def run_cluster(env: dict, workers: int = 2, dispatchers: int = 2, concurrency: int | None = 1):
+    """N worker processes of `concurrency` prefork children each (a session engine per
+    child; None: the worker's default, one per core) and M dispatchers."""
     cluster = Cluster(env=env)
+    pool = ["--concurrency", str(concurrency)] if concurrency else []
     for i in range(workers):
         cluster.start(f"worker{i}", [
             sys.executable, "-m", "celery", "-A", "crawlerweb", "worker", "-n", f"{worker_name(i)}@%h",
-            "--concurrency", str(concurrency), "--loglevel", "WARNING", "--without-gossip", "--without-mingle"])
+            *pool, "--loglevel", "WARNING", "--without-gossip", "--without-mingle"])
     for i in range(dispatchers):
         cluster.start(f"dispatcher{i}", [sys.executable, "manage.py", "dispatch", "--name", f"d{i}"])
     try:

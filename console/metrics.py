@@ -14,7 +14,7 @@ from django.utils import timezone
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 
-from frontier import dispatch
+from fetch import queues
 from frontier import service as frontier
 from indexer import service as indexer
 
@@ -29,7 +29,7 @@ def collect() -> dict:
     figures = {"urls": frontier.url_figures(), **frontier.host_figures()}
     figures["dead_letters"] = frontier.dead_letter_count()
     figures["documents"] = indexer.document_counts()
-    figures["fetch_queues"] = dispatch.queue_depths(app)
+    figures["fetch_queues"] = queues.queue_depths(app)
     figures["top_hosts"] = frontier.top_hosts()
     figures["recent_errors"] = frontier.recent_errors()
     return figures

@@ -143,17 +143,18 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     (BASE_DIR / "var").mkdir(exist_ok=True)
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test.sqlite3")}
 else:  # PostgreSQL
-    if envbool("CRAWLER_DB_POOL", True):
-        # Celery's Django fixup closes a task's database connections before and after every
-        # task. With a pool that close hands the connection back instead of ending a
-        # PostgreSQL backend, so a worker stops paying for a new backend (fork,
-        # authentication, cold catalog caches) per fetch batch. The pool checks a connection
-        # before lending it out.
+    # Persistent connections, checked before reuse. A Celery worker's session engine
+    # (fetch/engine.py) keeps one per database thread (its intake, lease keeper and
+    # writer) for the process's life; its task thread never touches the database.
+    DATABASES["default"]["CONN_MAX_AGE"] = None
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if envbool("CRAWLER_DB_POOL", False):
+        # psycopg's pool, for web servers that want one. Not for Celery prefork workers:
+        # Celery's Django fixup closes the whole process's pool around every task that
+        # touched the database (celery/fixups/django.py), under the engine's threads.
         DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps connections open, not Django
-        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True  # Django passes the pool its check
         DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1,
-            # per process: enough for every worker thread, so none waits for a connection
             "max_size": envint("CRAWLER_DB_POOL_SIZE", 20, minimum=1),
             "timeout": 30,
         }
@@ -214,9 +215,12 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # forever: a broker restart must no
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Celery 5.7.0 can crash a worker while it reconnects to a restarted Redis: see the module.
 CELERY_WORKER_CONSUMER = "crawlerweb.worker_consumer:Consumer"
-# Fetching is I/O-bound: threads keep many hosts in flight per process.
-CELERY_WORKER_POOL = envstr("CELERY_WORKER_POOL", "threads")
-CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", 16, minimum=1)
+# A task only hands a host session to its process's engine (fetch/engine.py), which holds
+# CRAWLER_SESSIONS_PER_PROCESS of them on CRAWLER_FETCH_THREADS threads; the pool's job is
+# to give each core an engine: prefork, one child per core (parsing needs the CPU, and one
+# Python process uses one core).
+CELERY_WORKER_POOL = envstr("CELERY_WORKER_POOL", "prefork")
+CELERY_WORKER_CONCURRENCY = envint("CELERY_WORKER_CONCURRENCY", os.cpu_count() or 1, minimum=1)
 # CELERY_TASK_TIME_LIMIT is set from CRAWLER_LEASE_SECONDS at the end of this file.
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -265,8 +269,10 @@ CRAWLER_DISPATCH_BATCH = envint("CRAWLER_DISPATCH_BATCH", 64, minimum=1)
 CRAWLER_DISPATCH_IDLE_WAIT = envfloat("CRAWLER_DISPATCH_IDLE_WAIT", 0.05, minimum=0.001)
 # Longest wait of an idle dispatcher (the wait doubles after each empty round).
 CRAWLER_DISPATCH_IDLE_WAIT_MAX = envfloat("CRAWLER_DISPATCH_IDLE_WAIT_MAX", 0.4, minimum=0.001)
-# Threads the embedded crawler fetches with (hosts in flight at once).
-CRAWLER_EMBEDDED_THREADS = envint("CRAWLER_EMBEDDED_THREADS", 8, minimum=1)
+# Threads per process that send requests and parse the answers, for all its host sessions
+# (a waiting session holds none): enough to keep CRAWLER_SESSIONS_PER_PROCESS paced hosts
+# busy with slow servers; parsing holds the GIL only while it runs.
+CRAWLER_FETCH_THREADS = envint("CRAWLER_FETCH_THREADS", 32, minimum=1)
 # Number of Celery fetch queues (fetch.0 … fetch.N-1); a host always maps to the same one.
 CRAWLER_FETCH_QUEUES = envint("CRAWLER_FETCH_QUEUES", 4, minimum=1)
 # Network failures in a row (timeouts, refused or reset connections) after which a host is
@@ -276,18 +282,22 @@ CRAWLER_HOST_FAILURE_THRESHOLD = envint("CRAWLER_HOST_FAILURE_THRESHOLD", 5, min
 CRAWLER_HOST_PAUSE_SECONDS = envfloat("CRAWLER_HOST_PAUSE_SECONDS", 60.0)
 # Longest pause of a tripped host, seconds.
 CRAWLER_HOST_PAUSE_MAX = envfloat("CRAWLER_HOST_PAUSE_MAX", 6 * 3600.0)
-# URLs handed out with one host lease when the host's delay is 0 (kept-alive connection).
-CRAWLER_HOST_BATCH_SIZE = envint("CRAWLER_HOST_BATCH_SIZE", 16, minimum=1)
-# Group commit: leases that finish together (a worker's threads, the embedded runner's) are
-# written in one transaction holding at most this many pages (a lease is never split, one
-# without pages counts as one); bounds what a write holds in memory. 1 = each lease alone.
+# Group commit: what all sessions of a process fetch is written by one writer, in groups of
+# at most this many pages (bounds what a write holds in memory; 1 = each URL alone) …
 CRAWLER_COMMIT_GROUP_PAGES = envint("CRAWLER_COMMIT_GROUP_PAGES", 64, minimum=1)
-# Seconds a lease on a host lasts; a dead worker's host comes back after this.
+# … gathered for at most this many seconds (what a crash can lose: those URLs stay queued
+# and are fetched again after their lease expires) …
+CRAWLER_COMMIT_INTERVAL = envfloat("CRAWLER_COMMIT_INTERVAL", 0.25, minimum=0.0)
+# … with at most this many pages waiting for the writer; beyond it, sessions wait for it.
+CRAWLER_COMMIT_MAX_PENDING_PAGES = envint("CRAWLER_COMMIT_MAX_PENDING_PAGES", 256, minimum=1)
+# Seconds a lease on a host lasts. A session's engine renews it every sixth of this; a dead
+# worker's host comes back after this. Keep it above twice connect + deadline + read
+# timeouts: a request then never outlives the lease it started under.
 CRAWLER_LEASE_SECONDS = envfloat("CRAWLER_LEASE_SECONDS", 120.0, minimum=1.0)
 # Seconds between beat's sweeps that clear expired leases (housekeeping: they are free anyway).
 CRAWLER_LEASE_SWEEP_SECONDS = envfloat("CRAWLER_LEASE_SWEEP_SECONDS", 60.0, minimum=1.0)
-# Leases outstanding at once across all dispatchers (bounds the broker's queue length).
-CRAWLER_MAX_ACTIVE_LEASES = envint("CRAWLER_MAX_ACTIVE_LEASES", 256, minimum=1)
+# Host sessions outstanding at once across all dispatchers and workers.
+CRAWLER_MAX_ACTIVE_LEASES = envint("CRAWLER_MAX_ACTIVE_LEASES", 10_000, minimum=1)
 # Longest gap, seconds, adaptive delay may impose (a Crawl-delay is capped separately).
 CRAWLER_MAX_ADAPTIVE_DELAY = envfloat("CRAWLER_MAX_ADAPTIVE_DELAY", 30.0)
 # Transient failures (5xx, timeouts, connection errors) retried this many times in all,
@@ -332,6 +342,13 @@ CRAWLER_ROBOTS_CACHE_SECONDS = envfloat("CRAWLER_ROBOTS_CACHE_SECONDS", 86400.0)
 CRAWLER_ROBOTS_ERROR_SECONDS = envfloat("CRAWLER_ROBOTS_ERROR_SECONDS", 300.0)
 # Bytes of robots.txt read at most (RFC 9309 requires at least 500 KiB be parsed).
 CRAWLER_ROBOTS_MAX_BYTES = envint("CRAWLER_ROBOTS_MAX_BYTES", 512_000, minimum=1024)
+# Seconds a worker holds a host for one session, pacing it itself on one connection; the
+# URLs left at the end wait for the host's next session (on any worker).
+CRAWLER_SESSION_SECONDS = envfloat("CRAWLER_SESSION_SECONDS", 60.0, minimum=0.1)
+# URLs one host session carries at most (fewer when the host's delay allows fewer).
+CRAWLER_SESSION_MAX_URLS = envint("CRAWLER_SESSION_MAX_URLS", 100, minimum=1)
+# Host sessions one process holds at once (each keeps one connection open).
+CRAWLER_SESSIONS_PER_PROCESS = envint("CRAWLER_SESSIONS_PER_PROCESS", 1000, minimum=1)
 # Search backend: dotted path to a class, or empty to pick by database vendor.
 CRAWLER_SEARCH_BACKEND = envstr("CRAWLER_SEARCH_BACKEND", "")
 # Wall-clock seconds one response (headers and body) may take in all.
@@ -355,6 +372,7 @@ CRAWLER_WARC_GZIP_LEVEL = envint("CRAWLER_WARC_GZIP_LEVEL", 1, minimum=1, maximu
 # Bytes after which a WARC file is closed and the next one started (1 GB is the usual size).
 CRAWLER_WARC_MAX_FILE_BYTES = envint("CRAWLER_WARC_MAX_FILE_BYTES", 1_000_000_000, minimum=65536)
 
-# Hard task time limit (prefork pool only; the threads pool cannot kill a thread). The real
-# bound is inside the task: no request starts that could outlive its lease.
+# Hard task time limit. A task only hands a session over (waiting at most 30 s for room in
+# its engine), so this never fires in practice; if it did, a prefork child and every
+# session it holds would be killed (their leases expire and nothing is lost).
 CELERY_TASK_TIME_LIMIT = int(CRAWLER_LEASE_SECONDS) + 60

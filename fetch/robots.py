@@ -15,7 +15,7 @@ Cached for CRAWLER_ROBOTS_CACHE_SECONDS (24 h by default, the RFC's suggested ma
 import dataclasses
 import threading
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.utils import timezone
@@ -59,12 +59,27 @@ def needs_fetch(host: frontier.HostView) -> bool:
     return host.robots_expires_at is None or host.robots_expires_at <= timezone.now()
 
 
-def refresh(host: frontier.HostView) -> tuple[frontier.HostView, http.FetchResult]:
-    """Fetch robots.txt for the host (the caller holds its lease) and store the result.
-    Returns the updated view and the raw result (its timing and address count for
-    politeness like any other request)."""
+@dataclass(frozen=True)
+class RobotsAnswer:
+    """What one fetch of /robots.txt established, to be stored in the host row."""
+
+    status: int | None
+    body: str
+    crawl_delay: float | None
+    error: str  # non-empty exactly when unreachable (robots_state)
+    fetched_at: datetime
+    expires_at: datetime
+    sitemaps: tuple[str, ...]
+
+
+def fetch(host: frontier.HostView, via: http.HostConnection | None = None
+          ) -> tuple[frontier.HostView, RobotsAnswer, http.FetchResult]:
+    """Fetch robots.txt for the host (the caller holds its lease), on the session's
+    connection when given. Touches no database: the answer is stored with `save`.
+    Returns the updated view, the answer and the raw result (its timing and address count
+    for politeness like any other request)."""
     result = http.fetch(
-        host.origin + "/robots.txt", max_bytes=settings.CRAWLER_ROBOTS_MAX_BYTES, follow_redirects=True
+        host.origin + "/robots.txt", max_bytes=settings.CRAWLER_ROBOTS_MAX_BYTES, follow_redirects=True, via=via,
     )
     archive.record(result)
     now = timezone.now()
@@ -82,14 +97,19 @@ def refresh(host: frontier.HostView) -> tuple[frontier.HostView, http.FetchResul
     if body:
         parsed = read(body)
         delay = None if parsed.crawl_delay is None else min(parsed.crawl_delay, settings.CRAWLER_MAX_CRAWL_DELAY)
-        sitemaps = [url.replace("\x00", "")[:2048] for url in parsed.sitemaps]
-    expires = now + timedelta(seconds=ttl)
+        sitemaps = tuple(url.replace("\x00", "")[:2048] for url in parsed.sitemaps)
     error = (result.error or f"http_{status}") if unreachable(status) else ""
-    frontier.save_robots(host.id, status, body, delay, error, now, expires, sitemaps)
-    return dataclasses.replace(
+    answer = RobotsAnswer(status, body, delay, error, now, now + timedelta(seconds=ttl), sitemaps)
+    host = dataclasses.replace(
         host, crawl_delay=delay, robots_status=status, robots_body=body, robots_error=error,
-        robots_fetched_at=now, robots_expires_at=expires,
-    ), result
+        robots_fetched_at=now, robots_expires_at=answer.expires_at,
+    )
+    return host, answer, result
+
+
+def save(host_id: int, answer: RobotsAnswer) -> None:
+    frontier.save_robots(host_id, answer.status, answer.body, answer.crawl_delay, answer.error,
+                         answer.fetched_at, answer.expires_at, answer.sitemaps)
 
 
 def policy_for(host: frontier.HostView) -> RobotsPolicy:

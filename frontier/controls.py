@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .limits import Limits, current_limits, domain_excluded
+from .limits import Limits, cached_limits, current_limits, domain_excluded
 from .models import CrawlLimits, ExcludedDomain, Host, ServerAddress, Url, UrlState
 
 _LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
@@ -128,8 +128,9 @@ def origin_hostname(origin: str) -> str:
 
 
 def origin_excluded(origin: str) -> bool:
-    """For fetch workers, between requests: the cached limits, re-read when they change."""
-    return current_limits().is_excluded(origin_hostname(origin))
+    """For fetch threads, between requests: the cached limits (no database query; a
+    session engine's lease keeper refreshes them every few seconds)."""
+    return cached_limits().is_excluded(origin_hostname(origin))
 
 
 def sweep_expired_leases() -> int:

@@ -73,6 +73,16 @@ def current_limits() -> Limits:
         return _cached
 
 
+def cached_limits() -> Limits:
+    """The last snapshot, without asking the database whether it changed (fetch threads,
+    which touch no database; a session engine's lease keeper keeps it fresh with
+    current_limits()). Loads it once if there is none yet."""
+    with _lock:
+        if _cached is not None:
+            return _cached
+    return current_limits()
+
+
 def forget_cached_limits() -> None:
     """Drop the snapshot and the scopes loaded under it (tests, and right after an admin
     change or a rolled-back admission in this process)."""

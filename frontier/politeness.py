@@ -1,16 +1,11 @@
-"""How long to leave a server alone, and for whom: per host, per IP address, or both.
+"""For whom a host's pace holds: per host, per server address, or both. (How long to wait
+is frontier/pacing.py's one answer.)
 
-- Delay: a robots.txt Crawl-delay wins (capped when it is stored). Without one, the gap
-  follows the host's measured response time: CRAWLER_ADAPTIVE_DELAY_FACTOR times a running
-  average, clamped between CRAWLER_DEFAULT_DELAY and CRAWLER_MAX_ADAPTIVE_DELAY, so a
-  struggling server is given room and a fast one is not held back.
 - Scope (CRAWLER_POLITENESS_SCOPE): many host names on one server must not multiply its
   load (virtual hosting), so by default a ServerAddress row is leased together with the
   host: one request in flight per address, and the address's own next allowed time.
   A host's address is learned on first contact (its robots.txt); until then only the host
   rules apply.
-- Circuit breaker: CRAWLER_HOST_FAILURE_THRESHOLD network failures in a row pause a host,
-  for CRAWLER_HOST_PAUSE_SECONDS doubling up to CRAWLER_HOST_PAUSE_MAX.
 """
 
 from datetime import datetime, timedelta
@@ -21,33 +16,6 @@ from django.db.models import DateTimeField, Value
 from django.db.models.functions import Greatest
 
 from .models import ServerAddress
-
-# Weight of the newest batch in the running response-time average.
-_SMOOTHING = 0.3
-
-
-def delay_for(crawl_delay: float | None, response_time: float | None) -> float:
-    if crawl_delay is not None:
-        return crawl_delay
-    floor = settings.CRAWLER_DEFAULT_DELAY
-    adaptive = settings.CRAWLER_ADAPTIVE_DELAY_FACTOR * (response_time or 0.0)
-    return max(floor, min(adaptive, settings.CRAWLER_MAX_ADAPTIVE_DELAY))
-
-
-def running_response_time(previous: float | None, samples: list[float]) -> float | None:
-    """Exponentially weighted average of response times (seconds), newest batch last."""
-    if not samples:
-        return previous
-    current = sum(samples) / len(samples)
-    return current if previous is None else (1 - _SMOOTHING) * previous + _SMOOTHING * current
-
-
-def breaker_pause(failures: int) -> float:
-    """Seconds to pause a host after `failures` network failures in a row (0: closed)."""
-    over = failures - settings.CRAWLER_HOST_FAILURE_THRESHOLD
-    if over < 0:
-        return 0.0
-    return min(settings.CRAWLER_HOST_PAUSE_SECONDS * 2 ** min(over, 30), settings.CRAWLER_HOST_PAUSE_MAX)
 
 
 def per_host() -> bool:

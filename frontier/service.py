@@ -19,7 +19,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.db.models.functions import Least
 from django.utils import timezone
 
-from . import politeness, scope
+from . import pacing, politeness, scope
 from .controls import (  # noqa: F401  (the frontier's steering, for the API, admin and beat)
     UNSET,
     InvalidDomain,
@@ -280,7 +280,8 @@ def scope_summary(limit: int = 20) -> dict:
 
 
 def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
-    """Lease up to max_hosts hosts whose politeness time has passed and that have due URLs.
+    """Lease up to max_hosts hosts whose politeness time has passed and that have due URLs,
+    each with the URLs of one host session (fetch/session.py).
 
     On PostgreSQL the candidate rows are locked with FOR UPDATE SKIP LOCKED, so concurrent
     dispatchers on many machines each get different hosts without waiting on each other.
@@ -317,7 +318,7 @@ def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
     addresses = {h: (a or "") if by_address else "" for h, a in candidates}
     hosts = list(Host.objects.filter(id__in=list(addresses), lease_owner=token)
                  .values_list("id", "origin", "crawl_delay", "response_time"))
-    url_ids = _best_urls({h[0]: _batch_size(h[2], h[3]) for h in hosts}, now)
+    url_ids = _best_urls({h[0]: _session_size(h[2], h[3]) for h in hosts}, now)
     leases = []
     for host_id, origin, _, _ in hosts:
         ids_for_host = url_ids.get(host_id, [])
@@ -339,10 +340,12 @@ def _one_host_per_address(candidates: list[tuple[int, str | None]], token: str, 
     return [(h, a) for h, a in candidates if not a or (a in claimed and first_per_address[a] == h)]
 
 
-def _batch_size(crawl_delay: float | None, response_time: float | None) -> int:
-    # With a delay, one request per lease: the wait lives in the host row, not in a worker.
-    delay = politeness.delay_for(crawl_delay, response_time)
-    return settings.CRAWLER_HOST_BATCH_SIZE if delay == 0 else 1
+def _session_size(crawl_delay: float | None, response_time: float | None) -> int:
+    """URLs for one host session: as many as CRAWLER_SESSION_SECONDS allows at the host's
+    current pace (its delay plus its response time), at most CRAWLER_SESSION_MAX_URLS."""
+    cycle = pacing.delay_for(crawl_delay, response_time) + (response_time or 0.0)
+    fits = int(settings.CRAWLER_SESSION_SECONDS / max(cycle, 0.01))
+    return max(1, min(fits, settings.CRAWLER_SESSION_MAX_URLS))
 
 
 def _best_urls(limits: dict[int, int], now: datetime) -> dict[int, list[int]]:
@@ -367,6 +370,42 @@ def _best_urls_into(found: dict, items: list[tuple[int, int]], now: datetime) ->
         cursor.execute(sql, params)
         for host_id, url_id in cursor.fetchall():
             found[host_id].append(url_id)
+
+
+def renew_leases(leases: list[tuple[int, str, str]]) -> set[int]:
+    """Extend the leases still held, given as (host id, token, address leased with it or
+    ""), by CRAWLER_LEASE_SECONDS from now. Returns the ids of the hosts renewed; a lease
+    that expired or was taken over is not (its session must stop).
+
+    One statement per token: a lease counts only for its exact (host, token) pair, never
+    for another worker that leased the host from the same dispatcher round."""
+    now = timezone.now()
+    until = now + timedelta(seconds=settings.CRAWLER_LEASE_SECONDS)
+    by_token = defaultdict(list)
+    for host_id, token, address in leases:
+        by_token[token].append((host_id, address))
+    renewed = set()
+    for token, items in sorted(by_token.items()):
+        ids = sorted(host_id for host_id, _ in items)
+        with connection.cursor() as cursor:
+            marks = ", ".join(["%s"] * len(ids))
+            adapt = connection.ops.adapt_datetimefield_value
+            cursor.execute(
+                f"UPDATE {Host._meta.db_table} SET leased_until = %s WHERE lease_owner = %s AND id IN ({marks})"
+                " AND leased_until > %s RETURNING id", [adapt(until), token, *ids, adapt(now)])
+            renewed.update(row[0] for row in cursor.fetchall())
+        addresses = sorted({address for host_id, address in items if address and host_id in renewed})
+        if addresses:
+            ServerAddress.objects.filter(lease_owner=token, address__in=addresses).update(leased_until=until)
+    return renewed
+
+
+def claim_address(address: str, token: str) -> bool:
+    """Lease a server address for a session that learned it mid-way (a new host's first
+    contact): True when it was free and ready, and is now held with the session's token."""
+    now = timezone.now()
+    politeness.remember_address(address, now)
+    return address in politeness.claim_addresses([address], token, now, settings.CRAWLER_LEASE_SECONDS)
 
 
 def begin_lease(host_id: int, token: str) -> HostView | None:
@@ -419,7 +458,7 @@ def release_host(host_id: int, token: str, next_fetch_at: datetime | None, *, le
 
 
 def host_delay(host: HostView) -> float:
-    return politeness.delay_for(host.crawl_delay, host.response_time)
+    return pacing.delay_for(host.crawl_delay, host.response_time)
 
 
 # Sitemap URLs kept per host at most (a robots.txt may list thousands).
@@ -536,10 +575,12 @@ def has_pending_work() -> bool:
 
 
 def next_due_in(max_wait: float) -> float:
-    """Seconds until some host may become ready, capped to max_wait (idle waiting)."""
+    """Seconds until some host that is not leased may become ready, capped to max_wait
+    (idle waiting; a leased host comes back when its session ends)."""
     now = timezone.now()
+    free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
     soonest = (
-        Host.objects.filter(Exists(Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED)))
+        Host.objects.filter(free).filter(Exists(Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED)))
         .order_by("next_fetch_at").values_list("next_fetch_at", flat=True).first()
     )
     if soonest is None:

@@ -48,13 +48,15 @@ def assert_complete_and_polite(web, report, *, allow_duplicates=False):
     assert report["unexpected"] == [], "fetched URLs nobody needed"
     assert set(report["fetched"]) == truth
     assert report["in_flight_violations"] == 0, report["max_in_flight"]
-    assert report["gap_violations"] == [], "requests closer than the host's delay"
+    assert report["gap_violations"] == [], ("requests closer than the host's delay", report["gap_violations"][:5])
     assert report["retry_after_violations"] == []
     assert report["robots_disallowed_fetched"] == []
     assert set(report["robots_fetches"]) == set(web.hosts), "robots.txt fetched for every host"
-    assert set(report["robots_fetches"].values()) == {1}, "robots.txt fetched once per host"
     if not allow_duplicates:
+        assert set(report["robots_fetches"].values()) == {1}, "robots.txt fetched once per host"
         assert report["duplicate_fetches"] == {}, "a URL was fetched twice"
+    else:  # a process that died before writing what it fetched: robots.txt included
+        assert max(report["robots_fetches"].values()) <= 2, report["robots_fetches"]
     # The frontier's view agrees: nothing left waiting, every fetched URL recorded.
     assert not Url.objects.filter(state="queued").exists()
     recorded = set(Url.objects.exclude(last_fetched_at=None).values_list("url", flat=True))
@@ -155,8 +157,9 @@ def child_env(**extra) -> dict:
 
 
 @contextlib.contextmanager
-def distributed_cluster(workers=2, dispatchers=2, concurrency=4, **env_extra):
-    """Celery workers and dispatchers on the test database, their broker emptied first."""
+def distributed_cluster(workers=2, dispatchers=2, concurrency=1, **env_extra):
+    """Celery workers and dispatchers on the test database, their broker emptied first.
+    `concurrency` is each worker's number of pool processes, i.e. of session engines."""
     env = child_env(**env_extra)
     redis.Redis.from_url(env["CELERY_BROKER_URL"]).flushdb()
     try:
@@ -164,6 +167,24 @@ def distributed_cluster(workers=2, dispatchers=2, concurrency=4, **env_extra):
             yield running
     finally:
         connection.close()
+
+
+def run_sessions(leases, threads: int = 2, timeout: float = 60.0):
+    """Run these leases as host sessions on a real engine until all are written; returns
+    the engine (its stats and its writer's)."""
+    from fetch.engine import SessionEngine
+
+    engine = SessionEngine(fetch_threads=threads, name="test").start()
+    try:
+        for lease in leases:
+            engine.submit(lease)
+        deadline = time.monotonic() + timeout
+        while not engine.idle():
+            assert time.monotonic() < deadline, "sessions did not end in time"
+            engine.wait_for_change(0.05)
+    finally:
+        engine.stop()
+    return engine
 
 
 def fetched_count() -> int:

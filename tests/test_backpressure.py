@@ -10,7 +10,8 @@ import redis
 from celery import Celery
 from django.utils import timezone
 
-from frontier import dispatch, service
+from fetch import runners
+from frontier import service
 from frontier.models import Host
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -47,11 +48,11 @@ def test_the_dispatcher_stops_at_the_high_water_mark_and_resumes_when_drained(se
 
     sent = []
     for _ in range(6):  # a consumer that never comes: every lease expires, hosts are ready again
-        sent.append(dispatch.dispatch_once("d", app))
+        sent.append(runners.dispatch_once("d", app))
         expire_all_leases()
     assert messages_in_redis(client) == 40  # 80% of 50, never more
     assert sent[:2] == [30, 10] and sent[2:] == [0, 0, 0, 0]
 
     client.flushdb()  # the workers catch up
-    assert dispatch.dispatch_once("d", app) == 30
+    assert runners.dispatch_once("d", app) == 30
     assert messages_in_redis(client) == 30

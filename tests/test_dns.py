@@ -7,7 +7,7 @@ import pytest
 
 from bench.sampleweb.hostile import hostile_web
 from fetch import dns, http
-from fetch.embedded import run_crawl
+from fetch.runners import run_embedded
 from frontier import service
 from frontier.models import Host, Url
 
@@ -72,7 +72,7 @@ def test_a_failed_resolver_pauses_its_host_without_charging_urls_or_stalling_oth
     with hostile_web() as web:
         healthy = [web.url(f"/fine/{n}") for n in range(5)]
         service.add_seeds(["http://down.example/a", "http://down.example/b", *healthy])
-        run_crawl(threads=2, max_seconds=3)
+        run_embedded(threads=2, max_seconds=3)
     down = Host.objects.get(origin="http://down.example")
     assert down.robots_error == "dns_unavailable"
     assert (down.next_fetch_at - down.robots_fetched_at).total_seconds() >= 29  # paused, not hammered

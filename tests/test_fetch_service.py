@@ -1,14 +1,16 @@
-"""fetch.service.fetch_batch against small loopback servers with misbehaving robots.txt."""
+"""Host sessions against small loopback servers: misbehaving robots.txt, a database or a
+disk that fails mid-session, a group commit that cannot be written."""
 
 from collections import Counter
 
 import pytest
 from django.utils import timezone
 
-from fetch.embedded import run_crawl
+from fetch.runners import run_embedded
 from frontier import service
 from frontier.models import DeadLetter, Host, Url
 
+from .crawl_helpers import run_sessions
 from .loopback import QuietHandler, start
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,7 +45,7 @@ def robots_503(settings):
 def test_it_charges_an_attempt_only_per_real_robots_try(robots_503):
     hits, origin = robots_503
     service.add_seeds([origin + "/a", origin + "/b"])
-    run_crawl(threads=2, max_seconds=20)
+    run_embedded(threads=2, max_seconds=20)
     assert hits["/robots.txt"] == 3  # one per attempt, even though URL back-off is shorter
     assert hits["/a"] == hits["/b"] == 0  # disallow-all while robots.txt answers 5xx
     assert sorted(Url.objects.values_list("state", "outcome", "attempts")) == [
@@ -56,9 +58,7 @@ def test_it_parks_the_host_until_robots_txt_is_retried(robots_503, settings):
     settings.CRAWLER_ROBOTS_ERROR_SECONDS = 60
     service.add_seeds([origin + "/a"])
     (lease,) = service.lease_ready_hosts("t", 1)
-    from fetch.service import fetch_batch
-
-    assert fetch_batch(lease.host_id, lease.token, lease.url_ids) == 1
+    assert run_sessions([lease]).stats.requests == 1
     host = Host.objects.get()
     assert host.robots_error == "http_503" and host.next_fetch_at > timezone.now()
     assert (host.next_fetch_at - host.robots_expires_at).total_seconds() >= -0.01
@@ -70,7 +70,7 @@ def test_it_allows_everything_when_robots_txt_is_missing(settings):
     srv, hits, origin = serve(404)
     try:
         service.add_seeds([origin + "/a"])
-        run_crawl(threads=1, max_seconds=20)
+        run_embedded(threads=1, max_seconds=20)
     finally:
         srv.shutdown()
     assert (hits["/robots.txt"], hits["/a"]) == (1, 1)
@@ -82,11 +82,11 @@ def test_a_crash_while_admitting_links_leaves_the_page_queued_not_its_links_lost
 
     from bench.sampleweb.hostile import hostile_web
     from fetch import service as fetch_service
-    from fetch.service import fetch_batch
 
     settings.CRAWLER_DEFAULT_DELAY = 0
-    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0  # robots.txt and the page in one lease
+    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0
     settings.CRAWLER_MAX_LINKS_PER_PAGE = 3
+    settings.CRAWLER_POLITENESS_SCOPE = "host"  # one session: robots.txt, then the page
     with hostile_web() as web:
         service.add_seeds([web.url("/many-links")])
         (lease,) = service.lease_ready_hosts("t", 1)
@@ -96,23 +96,25 @@ def test_a_crash_while_admitting_links_leaves_the_page_queued_not_its_links_lost
             raise OperationalError("server closed the connection unexpectedly")
 
         monkeypatch.setattr(fetch_service.frontier, "add_urls", database_gone)
-        with pytest.raises(OperationalError):
-            fetch_batch(lease.host_id, lease.token, lease.url_ids)
-        # nothing recorded: the page waits to be fetched again, its links are not lost
+        engine = run_sessions([lease])
+        # nothing recorded: the page waits to be fetched again, its links are not lost;
+        # the host was released all the same
+        assert engine.writer.errors == 1
         assert Url.objects.get().state == "queued"
+        assert Host.objects.get().leased_until is None
         monkeypatch.setattr(fetch_service.frontier, "add_urls", real_add_urls)
-        run_crawl(threads=1, max_seconds=20)
+        run_embedded(threads=1, max_seconds=20)
     assert sorted(Url.objects.values_list("url", "state")) == sorted(
         [(web.url("/many-links"), "fetched")] + [(web.url(f"/fine/{n}"), "fetched") for n in range(3)])
 
 
-def test_an_archive_that_cannot_be_written_fails_the_batch_and_keeps_its_urls(settings, tmp_path):
+def test_an_archive_that_cannot_be_written_ends_the_session_and_keeps_its_urls(settings, tmp_path):
     from bench.sampleweb.hostile import hostile_web
     from fetch import archive
-    from fetch.service import fetch_batch
 
     settings.CRAWLER_DEFAULT_DELAY = 0
-    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0  # robots.txt and both pages in one lease
+    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0
+    settings.CRAWLER_POLITENESS_SCOPE = "host"  # one session: robots.txt, then the pages
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the archive directory should be: mkdir fails like a full disk")
     settings.CRAWLER_WARC_DIR = str(blocker / "warc")
@@ -120,43 +122,52 @@ def test_an_archive_that_cannot_be_written_fails_the_batch_and_keeps_its_urls(se
     with hostile_web() as web:
         service.add_seeds([web.url("/ok"), web.url("/fine/1")])
         (lease,) = service.lease_ready_hosts("t", 1)
-        with pytest.raises(OSError):
-            fetch_batch(lease.host_id, lease.token, lease.url_ids)
+        engine = run_sessions([lease])
+        assert engine.stats.errors == 1 and engine.stats.ended == {"error": 1}
         # nothing recorded, nothing charged, the host released at its normal time
         assert sorted(Url.objects.values_list("state", "attempts")) == [("queued", 0), ("queued", 0)]
         assert Host.objects.get().leased_until is None
         settings.CRAWLER_WARC_DIR = str(tmp_path / "warc")  # the operator frees the disk
-        run_crawl(threads=1, max_seconds=20)
+        run_embedded(threads=1, max_seconds=20)
         archive.close()
     assert sorted(Url.objects.values_list("state", flat=True)) == ["fetched", "fetched"]
     assert len(list((tmp_path / "warc").glob("*.warc.gz"))) == 1
 
 
-def test_a_group_that_cannot_be_written_is_written_again_lease_by_lease(settings):
-    """Group commit: one lease's batch that cannot be stored (here: a document for a URL
-    that does not exist) fails the group's transaction; each batch is then written alone,
-    so only that lease fails and its URL stays queued, and both hosts are released."""
-    from fetch.embedded import RunStats, _commit
-    from fetch.service import collect_batch
+def test_a_group_that_cannot_be_written_is_written_again_host_by_host(settings):
+    """Group commit: one host's results that cannot be stored (here: a document for a URL
+    that does not exist) fail the group's transaction; each host's part is then written
+    alone, so only that host's URL stays queued, and both hosts are released."""
+    from fetch import service as fetch_service
+    from fetch.session import SessionEnded, UrlsDone
+    from fetch.writer import Writer
 
     settings.CRAWLER_DEFAULT_DELAY = 0
-    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0
     servers = [serve(200), serve(200)]
     try:
         good, bad = (f"{origin}/page" for _, _, origin in servers)
         service.add_seeds([good, bad])
         leases = sorted(service.lease_ready_hosts("t", 2), key=lambda lease: lease.origin != servers[0][2])
         assert [lease.origin for lease in leases] == [servers[0][2], servers[1][2]]
-        collected = [collect_batch(service.begin_lease(lease.host_id, lease.token), lease.token, lease.url_ids)
-                     for lease in leases]
-        page, _ = collected[1].result.pages[0]
+        items = []
+        for lease in leases:
+            (queued,) = service.queued_urls(lease.url_ids)
+            results = fetch_service.Results()
+            fetch_service.fetch_one(results, queued)
+            items.append(UrlsDone(lease.host_id, results))
+        page, _ = items[1].results.pages[0]
         page.url_id = Url.objects.order_by("-id").values_list("id", flat=True).first() + 1000
-        stats = RunStats()
-        requests = _commit(collected, stats)
+        released = []
+        writer = Writer(interval=5.0, group_pages=64, on_release=released.append)  # both in one group
+        for item in items:
+            writer.put(item)
+        for lease in leases:
+            writer.put(SessionEnded(lease.host_id, lease.token, "", service.HostUpdate(timezone.now()), 1, 1, "done"))
+        writer.close()
     finally:
         for srv, _, _ in servers:
             srv.shutdown()
+    assert writer.groups == 1 and writer.errors == 1
     assert dict(Url.objects.values_list("url", "state")) == {good: "fetched", bad: "queued"}
-    assert stats.errors == 1
-    assert requests == collected[0].requests_made == 2  # robots.txt and the page
+    assert [ended.host_id for ended in released] == [lease.host_id for lease in leases]
     assert not Host.objects.filter(leased_until__isnull=False).exists()

@@ -10,7 +10,7 @@ import resource
 import pytest
 
 from bench.sampleweb.hostile import MANY_LINKS, PAGE_CASES, hostile_web, odd_links
-from fetch.embedded import run_crawl
+from fetch.runners import run_embedded
 from frontier import service
 from frontier.models import DeadLetter, Host, Url
 from frontier.normalize import normalize
@@ -80,7 +80,7 @@ def crawled(django_db_setup, django_db_blocker, module_test_settings):
                 web.url("/calendar?day=1", "trap"),
             ], service.ScopeSpec("web"))  # its links lead to other hosts on purpose (IDN, the trap)
             before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            stats = run_crawl(threads=4, max_seconds=240)
+            stats = run_embedded(threads=4, max_seconds=240)
             growth_mib = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
             yield web, stats, growth_mib
         call_command("flush", "--no-input")

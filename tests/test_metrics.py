@@ -158,8 +158,8 @@ def test_the_lease_sweep_clears_only_expired_leases():
 
 def test_metrics_say_so_when_the_broker_is_unreachable(monkeypatch, settings):
     from crawlerweb.celery import app
-    from frontier import dispatch
+    from fetch import queues
 
     monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:1/0")
-    assert dispatch.queue_depths(app, timeout=0.5) is None
+    assert queues.queue_depths(app, timeout=0.5) is None
     assert metrics.collect()["fetch_queues"] is None

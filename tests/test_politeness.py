@@ -10,8 +10,8 @@ import pytest
 from django.utils import timezone
 
 from bench.sampleweb.hostile import SLOW_SECONDS, hostile_web
-from fetch.embedded import run_crawl
-from frontier import politeness, service
+from fetch.runners import run_embedded
+from frontier import service
 from frontier.models import Host, ServerAddress, Url
 
 pytestmark = [pytest.mark.crawl, pytest.mark.django_db(transaction=True)]
@@ -38,7 +38,7 @@ def crawl_shared_server(settings, scope):
     settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0
     with hostile_web() as web:
         service.add_seeds([web.url(f"/fine/{n}", persona) for persona in SHARED for n in range(PAGES)])
-        stats = run_crawl(threads=4, max_seconds=60)
+        stats = run_embedded(threads=4, max_seconds=60)
     assert stats.errors == 0
     assert Url.objects.filter(state="fetched").count() == len(SHARED) * PAGES
     return web
@@ -71,7 +71,7 @@ def test_a_slow_server_gets_a_longer_delay_and_a_fast_one_is_not_held_back(setti
     settings.CRAWLER_MAX_ADAPTIVE_DELAY = 5.0
     with hostile_web() as web:
         service.add_seeds([web.url(f"/fine/{n}", persona) for persona in ("slow", "main") for n in range(PAGES)])
-        run_crawl(threads=2, max_seconds=60)
+        run_embedded(threads=2, max_seconds=60)
     slow = Host.objects.get(origin=web.base["slow"])
     fast = Host.objects.get(origin=web.base["main"])
     assert slow.response_time == pytest.approx(SLOW_SECONDS, abs=0.1)
@@ -80,19 +80,6 @@ def test_a_slow_server_gets_a_longer_delay_and_a_fast_one_is_not_held_back(setti
     assert min(gaps(page_requests(web, {"slow"}))) >= 2.0 * SLOW_SECONDS * 0.8
     # the fast host was crawled back to back
     assert max(gaps(page_requests(web, {"main"}))) < 0.2
-
-
-def test_the_delay_is_clamped_between_the_settings(settings):
-    settings.CRAWLER_DEFAULT_DELAY = 0.5
-    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 5.0
-    settings.CRAWLER_MAX_ADAPTIVE_DELAY = 10.0
-    assert politeness.delay_for(None, None) == 0.5  # nothing measured yet
-    assert politeness.delay_for(None, 0.01) == 0.5  # fast server: the floor
-    assert politeness.delay_for(None, 1.0) == 5.0  # factor x average
-    assert politeness.delay_for(None, 60.0) == 10.0  # the ceiling
-    assert politeness.delay_for(2.0, 60.0) == 2.0  # a Crawl-delay wins
-    assert politeness.running_response_time(None, [0.2, 0.4]) == pytest.approx(0.3)
-    assert politeness.running_response_time(1.0, [0.0]) == pytest.approx(0.7)
 
 
 def test_a_failing_host_trips_the_breaker_its_urls_wait_and_others_continue(settings):
@@ -108,7 +95,7 @@ def test_a_failing_host_trips_the_breaker_its_urls_wait_and_others_continue(sett
         dead_origin = f"http://127.0.0.1:{dead.getsockname()[1]}"
         with hostile_web() as web:
             service.add_seeds([f"{dead_origin}/{n}" for n in range(6)] + [web.url(f"/fine/{n}") for n in range(6)])
-            run_crawl(threads=2, max_seconds=6)
+            run_embedded(threads=2, max_seconds=6)
     host = Host.objects.get(origin=dead_origin)
     assert host.failures > settings.CRAWLER_HOST_FAILURE_THRESHOLD  # it was probed again, and failed
     dead_urls = Url.objects.filter(host=host)
@@ -119,9 +106,3 @@ def test_a_failing_host_trips_the_breaker_its_urls_wait_and_others_continue(sett
     # the healthy host on the same machine was crawled completely meanwhile
     assert Url.objects.exclude(host=host).filter(state="fetched").count() == 6
 
-
-def test_breaker_pause_doubles_up_to_its_maximum(settings):
-    settings.CRAWLER_HOST_FAILURE_THRESHOLD = 3
-    settings.CRAWLER_HOST_PAUSE_SECONDS = 10
-    settings.CRAWLER_HOST_PAUSE_MAX = 35
-    assert [politeness.breaker_pause(n) for n in range(7)] == [0, 0, 0, 10, 20, 35, 35]

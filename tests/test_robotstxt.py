@@ -163,7 +163,7 @@ def test_sitemap_lines_are_collected_wherever_they_are():
 ])
 def test_every_robots_answer_has_one_meaning(status, error, fetched, verdict):
     assert classify(status, error, fetched) == verdict
-    if fetched:  # what fetch.robots.refresh stores as an error is exactly the unreachable
+    if fetched:  # what fetch.robots.save stores as an error is exactly the unreachable
         assert unreachable(status) == (verdict == RobotsVerdict.DISALLOW_ALL) == bool(error)
 
 
@@ -207,7 +207,7 @@ Sitemap: /sitemap.xml
 
 @pytest.mark.django_db(transaction=True)
 def test_the_crawler_obeys_only_the_group_meant_for_it(settings):
-    from fetch.embedded import run_crawl
+    from fetch.runners import run_embedded
     from frontier import service
     from frontier.models import Host, Url
 
@@ -223,7 +223,7 @@ def test_the_crawler_obeys_only_the_group_meant_for_it(settings):
 
     with serving(Handler) as origin:
         service.add_seeds([origin + "/public", origin + "/private/x"])
-        run_crawl(threads=1, max_seconds=20)
+        run_embedded(threads=1, max_seconds=20)
     assert (hits["/public"], hits["/private/x"]) == (1, 0)
     assert dict(Url.objects.values_list("url", "state")) == {
         origin + "/public": "fetched", origin + "/private/x": "robots_blocked"}

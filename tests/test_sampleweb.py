@@ -228,15 +228,20 @@ def test_it_logs_one_line_per_request_and_the_audit_sees_real_overlap(tmp_path):
     assert len(lines) == len(requests_made) + 2
     for line, (method, index, path, status) in zip(lines, requests_made):
         fields = line.split("\t")
-        assert fields[2:] == [web.hosts[index], method, path, str(status)]
+        assert fields[2:6] == [web.hosts[index], method, path, str(status)]
         assert re.fullmatch(r"\d+\.\d{6}", fields[0]) and re.fullmatch(r"\d+\.\d{6}", fields[1])
         assert float(fields[0]) <= float(fields[1]) <= time.time()
+    connection = [line.split("\t")[6] for line in lines]
+    assert connection[0] == connection[2] != connection[1]  # kept alive per host, one per host
     slow_line = lines[len(requests_made) - 1].split("\t")
     assert float(slow_line[1]) - float(slow_line[0]) >= config.slow_delay - 0.001
     report = audit_log(log, web, default_delay=0.0)
     assert report["requests"] == len(lines)
     assert report["max_in_flight"][web.hosts[web.slow_index]] == 2
     assert report["in_flight_violations"] == 1
+    # the two parallel fetches of the slow page came on two more connections at once
+    assert report["pacing"]["max_parallel_connections_per_host"] == 2
+    assert report["pacing"]["max_connections_per_host"] == 3
 
 
 # ------------------------------------------------------------ ground truth

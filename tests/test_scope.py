@@ -174,7 +174,7 @@ class _Sites(QuietHandler):
     ("domain", {"/", "/a", "/away", "/s"}),
 ])
 def test_links_and_redirects_leaving_the_scope_are_not_followed(kind, fetched, fake_dns, settings):
-    from fetch.embedded import run_crawl
+    from fetch.runners import run_embedded
 
     settings.CRAWLER_DEFAULT_DELAY = 0
     for name in ("seed.test", "www.moved.test", "sub.moved.test", "other.test"):
@@ -184,7 +184,7 @@ def test_links_and_redirects_leaving_the_scope_are_not_followed(kind, fetched, f
     port = srv.server_address[1]
     try:
         service.add_seeds([f"http://seed.test:{port}/"], service.ScopeSpec(kind))
-        run_crawl(threads=2, max_seconds=30)
+        run_embedded(threads=2, max_seconds=30)
     finally:
         srv.shutdown()
     pages = {path for (host, path) in handler.hits if path != "/robots.txt"}

@@ -8,7 +8,7 @@ import pytest
 
 from bench.sampleweb.hostile import SSRF_TARGETS, hostile_web
 from fetch import http
-from fetch.embedded import run_crawl
+from fetch.runners import run_embedded
 from frontier import service
 from frontier.models import Url
 
@@ -39,7 +39,7 @@ def test_seeds_links_redirects_and_names_pointing_at_internal_services_are_refus
         seeds = ["http://127.0.0.1:6379/", "http://localhost:5432/", web.url("/ssrf-links"),
                  web.url("/redirect-postgres")]
         service.add_seeds(seeds, service.ScopeSpec("web"))  # the guard must hold on the open web
-        stats = run_crawl(threads=2, max_seconds=60)
+        stats = run_embedded(threads=2, max_seconds=60)
     assert stats.errors == 0
     refused = [*seeds[:2], *SSRF_TARGETS, "http://127.0.0.1:5432/from-redirect"]
     for url in refused:
@@ -57,7 +57,7 @@ def test_refused_addresses_are_final_not_retried(settings, connections):
     settings.CRAWLER_ALLOWED_NETWORKS = []
     settings.CRAWLER_MAX_ATTEMPTS = 3
     service.add_seeds(["http://127.0.0.1:5432/", "http://[::1]:6379/", "http://169.254.169.254/latest/"])
-    run_crawl(threads=1, max_seconds=30)
+    run_embedded(threads=1, max_seconds=30)
     rows = list(Url.objects.values_list("state", "outcome", "attempts"))
     assert rows == [("failed", "blocked_address", 1)] * 3
     assert connections == []

@@ -150,7 +150,7 @@ def test_the_procfile_stack_crawls_reports_and_stops_cleanly(tmp_path, stack):
         assert requests.get(f"{stack.flower}/api/workers", timeout=5).status_code == 401
         workers = requests.get(f"{stack.flower}/api/workers?refresh=1", auth=flower_auth, timeout=10).json()
         assert len(workers) == 1
-        tasks = requests.get(f"{stack.flower}/api/tasks", params={"taskname": "fetch.fetch_batch"},
+        tasks = requests.get(f"{stack.flower}/api/tasks", params={"taskname": "fetch.host_session"},
                              auth=flower_auth, timeout=10).json()
         assert tasks and {t["state"] for t in tasks.values()} == {"SUCCESS"}
         assert all(t["worker"] == next(iter(workers)) for t in tasks.values())

@@ -27,13 +27,15 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retry-after", type=int, default=d.retry_after)
     parser.add_argument("--page-kb", type=int, nargs=2, metavar=("MIN", "MAX"),
                         default=list(d.page_kb))
+    parser.add_argument("--latency", type=float, default=d.latency,
+                        help="seconds every response waits (a real server's think time)")
 
 
 def config_from_args(args: argparse.Namespace) -> WebConfig:
     return WebConfig(hosts=args.hosts, pages_per_host=args.pages_per_host, port=args.port,
                      seed=args.seed, crawl_delay_hosts=args.crawl_delay_hosts,
                      crawl_delay=args.crawl_delay, slow_delay=args.slow_delay,
-                     retry_after=args.retry_after, page_kb=tuple(args.page_kb))
+                     retry_after=args.retry_after, page_kb=tuple(args.page_kb), latency=args.latency)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,7 +7,13 @@ the default), wait Retry-After after a 429/503, obey robots.txt, fetch each
 page once, and fetch exactly the ground truth?
 
 Log line format (written by server.py):
-    start_ts \t end_ts \t netloc \t method \t path \t status \n
+    start_ts \t end_ts \t netloc \t method \t path \t status \t connection \n
+(older logs have no connection column).
+
+Besides the violations it reports how a crawler paces hosts: TCP connections per host
+and the most a host had open at once, and each gap between two requests to a host
+divided by the gap that host asks for (its Crawl-delay, else `default_delay`): 1.0 is a
+host crawled exactly as fast as allowed.
 """
 from __future__ import annotations
 
@@ -24,6 +30,7 @@ class Entry(NamedTuple):
     method: str
     path: str
     status: int
+    connection: int = 0
 
     @property
     def url(self) -> str:
@@ -40,11 +47,12 @@ def read_log(log_path) -> list[Entry]:
     with open(log_path, encoding="utf-8", errors="replace") as handle:
         for line in handle:
             fields = line.rstrip("\n").split("\t")
-            if len(fields) != 6:
+            if len(fields) not in (6, 7):
                 continue
             try:
                 entries.append(Entry(float(fields[0]), float(fields[1]), fields[2],
-                                     fields[3], fields[4], int(fields[5])))
+                                     fields[3], fields[4], int(fields[5]),
+                                     int(fields[6]) if len(fields) == 7 else 0))
             except ValueError:
                 continue
     return entries
@@ -89,6 +97,7 @@ def audit_log(log_path, web, default_delay: float, tolerance: float = 0.005,
     duplicates = {url: n for url, n in sorted(counts.items()) if n - retried[url] > 1}
     max_in_flight = {}
     gaps = []
+    ratios = []  # gap / required gap, for every host that asks for one
     retry_violations = []
     retry_after = float(web.config.retry_after)
     for netloc, host_entries in sorted(by_host.items()):
@@ -100,6 +109,8 @@ def audit_log(log_path, web, default_delay: float, tolerance: float = 0.005,
         for prev, cur in zip([None] + host_entries[:-1], host_entries):
             if prev is not None:
                 gap = cur.start - prev.end
+                if required > 0 and prev.status not in RETRY_STATUSES:
+                    ratios.append(gap / required)
                 if gap < required - tolerance:
                     gaps.append({"netloc": netloc, "prev_end": prev.end, "start": cur.start,
                                  "gap": round(gap, 6), "required": required,
@@ -117,6 +128,7 @@ def audit_log(log_path, web, default_delay: float, tolerance: float = 0.005,
     first = min((e.start for e in entries), default=0.0)
     last = max((e.end for e in entries), default=0.0)
     return {
+        "pacing": _pacing(by_host, ratios),
         "requests": len(entries),
         "fetched": sorted(fetched),
         "duplicate_fetches": duplicates,
@@ -132,4 +144,36 @@ def audit_log(log_path, web, default_delay: float, tolerance: float = 0.005,
                        + len(disallowed)),
         "status_counts": dict(sorted(statuses.items())),
         "elapsed": round(last - first, 6),
+    }
+
+
+def _pacing(by_host: dict[str, list[Entry]], ratios: list[float]) -> dict:
+    """Connections per host (distinct connection serials), the most open at once to one
+    host (a connection lives from its first request's start to its last one's end), and
+    the median and 90th percentile of gap / required gap."""
+    connections, parallel = [], 0
+    for entries in by_host.values():
+        lives: dict[int, list[float]] = {}
+        for e in entries:
+            if e.connection:
+                life = lives.setdefault(e.connection, [e.start, e.end])
+                life[0], life[1] = min(life[0], e.start), max(life[1], e.end)
+        if lives:
+            connections.append(len(lives))
+            events = sorted([(a, 1) for a, _ in lives.values()] + [(b, -1) for _, b in lives.values()])
+            current = 0
+            for _, delta in events:
+                current += delta
+                parallel = max(parallel, current)
+    ratios = sorted(ratios)
+
+    def quantile(q: float):
+        return round(ratios[min(len(ratios) - 1, int(q * len(ratios)))], 3) if ratios else None
+
+    return {
+        "connections_per_host": round(sum(connections) / len(connections), 2) if connections else None,
+        "max_connections_per_host": max(connections, default=None),
+        "max_parallel_connections_per_host": parallel if connections else None,
+        "median_gap_ratio": quantile(0.5),
+        "p90_gap_ratio": quantile(0.9),
     }

@@ -36,6 +36,7 @@ class WebConfig:
     slow_delay: float = 0.15
     retry_after: int = 1
     page_kb: tuple[int, int] = (10, 40)
+    latency: float = 0.0  # every response waits this long (a real server takes time)
 
     def __post_init__(self):
         object.__setattr__(self, "page_kb", tuple(int(v) for v in self.page_kb))
@@ -48,7 +49,7 @@ class WebConfig:
             problems.append("crawl_delay_hosts must be in 0..hosts-5")
         if not 0 <= self.port <= 65535:
             problems.append("port must be in 0..65535")
-        if self.crawl_delay < 0 or self.slow_delay < 0 or self.retry_after < 0:
+        if self.crawl_delay < 0 or self.slow_delay < 0 or self.retry_after < 0 or self.latency < 0:
             problems.append("delays must be >= 0")
         if len(self.page_kb) != 2 or not 1 <= self.page_kb[0] <= self.page_kb[1]:
             problems.append("page_kb must be (min, max) with 1 <= min <= max")
@@ -66,7 +67,8 @@ class WebConfig:
                 "--crawl-delay", repr(float(self.crawl_delay)),
                 "--slow-delay", repr(float(self.slow_delay)),
                 "--retry-after", str(self.retry_after),
-                "--page-kb", str(self.page_kb[0]), str(self.page_kb[1])]
+                "--page-kb", str(self.page_kb[0]), str(self.page_kb[1]),
+                "--latency", repr(float(self.latency))]
 
 
 @dataclass(frozen=True)

@@ -6,19 +6,23 @@ library, support keep-alive, and log exact request timings for the
 politeness audit.  Responses are built once from the model and cached
 (LRU by bytes); per request we only look up, concatenate and write.
 
-Behaviour per host role: the slow host answers every request after
-slow_delay (loop.call_later, nothing else blocks); the flaky host answers
-the first request for each path (except /robots.txt) with 429/503 +
-Retry-After.  Requests on one connection are answered in order.
+Behaviour per host role: every host answers after `latency` (a real server
+takes time), the slow host after slow_delay more (loop.call_later, nothing
+else blocks); the flaky host answers the first request for each path (except
+/robots.txt) with 429/503 + Retry-After.  Requests on one connection are
+answered in order.
 
 Log line per request, written when the response is handed to the transport:
-    start \t end \t netloc \t method \t path \t status   (time.time(), 6 decimals)
-start = request fully read, end = after the (delayed) write.  A request whose
-client disconnected during the slow delay is logged with status 499.
+    start \t end \t netloc \t method \t path \t status \t connection
+(time.time(), 6 decimals; connection: a serial number per accepted TCP
+connection, so the audit can count connections per host).  start = request
+fully read, end = after the (delayed) write.  A request whose client
+disconnected during the delay is logged with status 499.
 """
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import resource
@@ -50,11 +54,11 @@ class RequestLog:
         self._file = open(path, "w", encoding="utf-8") if path else None
         self._lines: list[str] = []
 
-    def add(self, start, end, netloc, method, path, status):
+    def add(self, start, end, netloc, method, path, status, connection=0):
         if self._file is not None:
             if "\t" in path or "\n" in path or "\r" in path:
                 path = path.replace("\t", "%09").replace("\n", "%0A").replace("\r", "%0D")
-            self._lines.append(f"{start:.6f}\t{end:.6f}\t{netloc}\t{method}\t{path}\t{status}\n")
+            self._lines.append(f"{start:.6f}\t{end:.6f}\t{netloc}\t{method}\t{path}\t{status}\t{connection}\n")
 
     def flush(self):
         if self._file is not None and self._lines:
@@ -76,7 +80,7 @@ class Host:
     def __init__(self, web: SampleWeb, index: int):
         self.index = index
         self.netloc = web.hosts[index]
-        self.delay = web.config.slow_delay if index == web.slow_index else 0.0
+        self.delay = web.config.latency + (web.config.slow_delay if index == web.slow_index else 0.0)
         self.flaky_seen = set() if index == web.flaky_index else None
 
 
@@ -94,6 +98,7 @@ class SampleServer:
         self.log = log
         self.hosts = [Host(web, i) for i in range(len(web.hosts))]
         self.connections: set = set()
+        self.connection_serial = itertools.count(1)
         self._cache: OrderedDict = OrderedDict()
         self._cache_size = 0
         self._cache_limit = cache_bytes
@@ -181,6 +186,7 @@ class HTTPProtocol(asyncio.Protocol):
     def __init__(self, server: SampleServer, host: Host):
         self.server = server
         self.host = host
+        self.serial = next(server.connection_serial)
         self.transport = None
         self.buffer = b""
         self.pending: deque = deque()
@@ -247,7 +253,7 @@ class HTTPProtocol(asyncio.Protocol):
         self.busy = False
         if self.closed:
             start, method, path, _ = request
-            self.server.log.add(start, time.time(), self.host.netloc, method, path, 499)
+            self.server.log.add(start, time.time(), self.host.netloc, method, path, 499, self.serial)
             return
         self._respond(request)
         self._pump()
@@ -266,7 +272,7 @@ class HTTPProtocol(asyncio.Protocol):
         if method != "HEAD":
             data += body
         self.transport.write(data)
-        server.log.add(start, time.time(), self.host.netloc, method, path, status)
+        server.log.add(start, time.time(), self.host.netloc, method, path, status, self.serial)
         if not keep:
             self.closed = True
             self.pending.clear()

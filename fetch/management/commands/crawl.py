@@ -6,7 +6,7 @@ from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from fetch import archive
-from fetch.embedded import run_crawl
+from fetch.runners import run_embedded
 from frontier import service as frontier
 from frontier.management.scope_args import add_scope_arguments, describe_scopes, scope_from_options
 from indexer.service import document_counts
@@ -22,7 +22,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("urls", nargs="*", help="seed URLs (optional if the frontier has work)")
         add_scope_arguments(parser)
-        parser.add_argument("--threads", type=int, default=None, help="default CRAWLER_EMBEDDED_THREADS")
+        parser.add_argument("--threads", type=int, default=None,
+                            help="fetch threads (default CRAWLER_FETCH_THREADS); hosts in flight are "
+                                 "up to CRAWLER_SESSIONS_PER_PROCESS whatever this is")
         parser.add_argument("--max-seconds", type=float, default=None, help="stop after this long")
         parser.add_argument("--no-progress", action="store_true")
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -49,10 +51,10 @@ class Command(BaseCommand):
             summary = frontier.crawl_summary()
             bar.total = summary["urls"]
             bar.n = summary["urls"] - summary["by_state"].get("queued", 0)
-            bar.set_postfix(hosts_leased=summary["hosts_leased"], refresh=False)
+            bar.set_postfix(sessions=summary["hosts_leased"], refresh=False)
             bar.refresh()
 
-        stats = run_crawl(threads=options["threads"], progress=progress, max_seconds=options["max_seconds"])
+        stats = run_embedded(threads=options["threads"], progress=progress, max_seconds=options["max_seconds"])
         summary = frontier.crawl_summary()
         if bar is not None:
             bar.total = summary["urls"]
@@ -63,7 +65,10 @@ class Command(BaseCommand):
             cpu_seconds=round(stats.cpu_seconds, 2),
             requests=stats.requests,
             pages_per_second=round(stats.requests / stats.elapsed, 1) if stats.elapsed else 0.0,
-            batch_errors=stats.errors,
+            sessions=stats.sessions,
+            connections=stats.connections,
+            sessions_ended=stats.ended,
+            errors=stats.errors,
         )
         summary["documents"] = document_counts()
         summary["archive"] = archive.disk_usage()
@@ -76,7 +81,8 @@ class Command(BaseCommand):
         docs = s["documents"]
         w = self.stdout.write
         w(f"\nCrawl finished in {s['elapsed_seconds']} s ({s['cpu_seconds']} s CPU): "
-          f"{s['requests']} requests, {s['pages_per_second']} requests/s")
+          f"{s['requests']} requests, {s['pages_per_second']} requests/s, in {s['sessions']} host sessions "
+          f"over {s['connections']} connections")
         w(f"URLs: {s['urls']} known, {s['fetched']} fetched, on {s['hosts']} hosts")
         scopes = describe_scopes(s["scope"])
         if scopes:
@@ -91,5 +97,5 @@ class Command(BaseCommand):
         if s["archive"]["dir"]:
             w(f"Archive: {s['archive']['files']} WARC files, {s['archive']['bytes'] / 1e6:.1f} MB in "
               f"{s['archive']['dir']}")
-        if s["batch_errors"]:
-            w(self.style.WARNING(f"{s['batch_errors']} batches failed (see log); their URLs were kept"))
+        if s["errors"]:
+            w(self.style.WARNING(f"{s['errors']} sessions or writes failed (see log); their URLs were kept"))

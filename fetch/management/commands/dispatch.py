@@ -6,11 +6,11 @@ import threading
 from django.core.management.base import BaseCommand
 
 from crawlerweb.celery import app
-from frontier import dispatch
+from fetch import runners
 
 
 class Command(BaseCommand):
-    help = "Lease ready hosts and send fetch work to the Celery fetch queues, until stopped."
+    help = "Lease ready hosts and send each host session to its Celery fetch queue, until stopped."
 
     def add_arguments(self, parser):
         parser.add_argument("--name", default=f"dispatch-{socket.gethostname()}-{os.getpid()}")
@@ -21,5 +21,5 @@ class Command(BaseCommand):
             signal.signal(sig, lambda *_: stop.set())
         self.stdout.write(f"dispatcher {options['name']} running (Ctrl-C to stop)")
         self.stdout.flush()
-        dispatch.run(options["name"], app, stop)
+        runners.run_dispatcher(options["name"], app, stop)
         self.stdout.write("dispatcher stopped")

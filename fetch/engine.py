@@ -1,0 +1,336 @@
+"""The session engine: one per process, holding many host sessions at once (fetch/session.py).
+
+Threads:
+- every session that waits (its host's delay, a Retry-After) is an entry in a heap ordered
+  by the time it may go on, nothing more: it holds no thread, so a process holds
+  CRAWLER_SESSIONS_PER_PROCESS sessions with a few dozen threads;
+- CRAWLER_FETCH_THREADS fetch threads take due sessions from the heap and run one step of
+  each (one request, its parse, its hand-over to the writer). One idle thread keeps time
+  for the earliest session and runs it itself when it is due (leader/followers: no thread
+  in between, one wake-up per request);
+- the intake thread opens the sessions handed in (confirms each lease, reads its host and
+  URLs) and gives back the leases the engine will not run: whoever submits a lease (a
+  Celery task, the embedded runner's loop) never touches the database for it. This matters
+  in a Celery worker: Celery's Django fixup closes the task thread's connections, and with
+  a connection pool the whole process's pool, around every task (celery/fixups/django.py),
+  which must not happen under the engine's threads;
+- the writer (fetch/writer.py) stores what every session produces in group commits;
+- the lease keeper renews the leases of all sessions in one statement every
+  CRAWLER_LEASE_SECONDS / 6, and marks a session whose lease was taken as lost.
+
+Parsing is CPU work done on the fetch threads; they hold the GIL only while parsing, so
+other sessions' requests proceed meanwhile, and a thread count far above the cores keeps
+requests in flight while some threads parse.
+
+Both runners use it (fetch/runners.py): the embedded crawler submits the sessions it leases
+itself; a Celery worker process submits the sessions its tasks carry.
+"""
+
+import heapq
+import itertools
+import logging
+import resource
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from frontier import service as frontier
+from frontier.limits import LIMITS_RECHECK_SECONDS
+
+from .session import HostSession
+from .writer import Writer
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class EngineStats:
+    sessions: int = 0  # sessions opened
+    requests: int = 0
+    connections: int = 0  # TCP connections the sessions opened
+    errors: int = 0  # sessions ended by an unexpected error
+    ended: dict = field(default_factory=dict)  # why sessions ended -> count
+
+
+class SessionEngine:
+    def __init__(self, fetch_threads: int | None = None, max_sessions: int | None = None, name: str = "engine"):
+        self.fetch_threads = fetch_threads or settings.CRAWLER_FETCH_THREADS
+        self.max_sessions = max_sessions or settings.CRAWLER_SESSIONS_PER_PROCESS
+        self.name = name
+        self.stats = EngineStats()
+        # One lock, three conditions, so that nobody is woken for nothing: idle fetch threads,
+        # the one keeping time for the earliest session, and runners waiting for a session's end.
+        self._lock = threading.Lock()
+        self._work = threading.Condition(self._lock)
+        self._timer = threading.Condition(self._lock)
+        self._timer_deadline: float | None = None  # when the timer thread wakes, if there is one
+        self._changed = threading.Condition(self._lock)
+        self._arrived = threading.Condition(self._lock)
+        self._intake: deque[tuple[str, frontier.Lease]] = deque()  # ("open" | "give_back", lease)
+        self._opening = 0  # leases submitted whose session is not open yet
+        self._heap: list[tuple[float, int, HostSession]] = []
+        self._sessions: dict[int, HostSession] = {}  # host id -> session, until its host is released
+        self._running = 0  # steps on fetch threads now
+        self._serial = itertools.count()
+        self._stopping = False
+        self._threads: list[threading.Thread] = []
+        self._intake_thread: threading.Thread | None = None
+        self.writer: Writer | None = None
+
+    # --- life ---------------------------------------------------------------------------
+
+    def start(self) -> "SessionEngine":
+        _raise_open_files_limit(self.max_sessions + self.fetch_threads + 64)
+        self.writer = Writer(on_release=self._released)
+        for i in range(self.fetch_threads):
+            self._spawn(f"fetch-{i}", self._fetch_loop)
+        self._intake_thread = self._spawn("intake", self._intake_loop)
+        self._spawn("lease-keeper", self._keeper_loop)
+        return self
+
+    def stop(self, timeout: float = 60.0) -> None:
+        """Stop sending: requests under way finish, every session ends (its host is released
+        at its clock's time, its unfetched URLs stay queued), everything is written."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            self._stopping = True
+            for condition in (self._work, self._timer, self._changed, self._arrived):
+                condition.notify_all()
+            while self._running and time.monotonic() < deadline:
+                self._changed.wait(0.1)
+        if self._intake_thread is not None:  # gives back what it has not opened, then ends
+            self._intake_thread.join(timeout=max(0.1, deadline - time.monotonic()))
+        with self._lock:
+            sessions = list(self._sessions.values())
+        for session in sessions:
+            session.finish("stopped")
+        if self.writer is not None:
+            self.writer.close(max(1.0, deadline - time.monotonic()))
+        for thread in self._threads:
+            thread.join(timeout=1.0)
+
+    def _spawn(self, name: str, target) -> threading.Thread:
+        thread = threading.Thread(target=target, name=f"{self.name}-{name}", daemon=True)
+        thread.start()
+        self._threads.append(thread)
+        return thread
+
+    # --- sessions in ----------------------------------------------------------------------
+
+    @property
+    def active(self) -> int:
+        """Sessions open or being opened."""
+        with self._lock:
+            return len(self._sessions) + self._opening
+
+    def room(self) -> int:
+        with self._lock:
+            return 0 if self._stopping else self.max_sessions - len(self._sessions) - self._opening
+
+    def wait_for_room(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while len(self._sessions) + self._opening >= self.max_sessions and not self._stopping:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._changed.wait(left)
+            return not self._stopping
+
+    def submit(self, lease: frontier.Lease) -> bool:
+        """Hand a lease in; the intake thread opens its session. Touches no database.
+        False when the engine is stopping (the lease is then given back)."""
+        with self._lock:
+            if self._stopping:
+                self._intake.append(("give_back", lease))
+                self._arrived.notify()
+                return False
+            self._intake.append(("open", lease))
+            self._opening += 1
+            self._arrived.notify()
+        return True
+
+    def give_back(self, lease: frontier.Lease) -> None:
+        """Release a lease this engine will not run (its host is free again at once)."""
+        with self._lock:
+            self._intake.append(("give_back", lease))
+            self._arrived.notify()
+
+    def _intake_loop(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    while not self._intake and not self._stopping:
+                        self._arrived.wait()
+                    if not self._intake:
+                        return
+                    kind, lease = self._intake.popleft()
+                    if kind == "open" and self._stopping:
+                        self._opening -= 1
+                        kind = "give_back"
+                close_old_connections()
+                if kind == "open":
+                    self._open(lease)
+                else:
+                    _guarded(frontier.release_host, lease.host_id, lease.token, None, leased_address=lease.address)
+        finally:
+            connection.close()
+
+    def _open(self, lease: frontier.Lease) -> None:
+        session = None
+        try:
+            host = frontier.begin_lease(lease.host_id, lease.token)
+            if host is not None:  # else expired or taken over: another worker owns the host now
+                session = HostSession(lease, host, frontier.queued_urls(lease.url_ids), self.writer.put)
+        except Exception:  # the database is away: the lease expires by itself
+            log.exception("could not open the session for host %s", lease.host_id)
+            _reset_connection()
+        with self._lock:
+            self._opening -= 1
+            if session is not None:
+                self._sessions[lease.host_id] = session
+                self.stats.sessions += 1
+                self._push(time.monotonic(), session)
+            else:
+                self._changed.notify_all()
+
+    def wait_for_change(self, timeout: float) -> None:
+        """Sleep until a session's host is released (it may have more work) or `timeout` passes."""
+        with self._lock:
+            self._changed.wait(timeout)
+
+    def idle(self) -> bool:
+        """No session open and nothing left to write."""
+        return self.active == 0 and (self.writer is None or self.writer.idle)
+
+    # --- sessions wait in a heap, not in threads -----------------------------------------
+    # Leader/followers: no scheduler thread hands sessions over. One idle fetch thread (the
+    # timer) sleeps until the earliest session is due and then runs it itself; the others
+    # sleep until there is a due session or the timer role is free. A push that comes
+    # before the timer's deadline wakes the timer; a due session wakes one idle thread.
+
+    def _push(self, when: float, session: HostSession) -> None:  # holding the lock
+        heapq.heappush(self._heap, (when, next(self._serial), session))
+        if self._timer_deadline is None:
+            self._work.notify()  # someone idle takes it, or becomes the timer
+        elif when < self._timer_deadline:
+            self._timer.notify()
+
+    def _next_due(self) -> HostSession | None:  # holding the lock; None: stopping
+        while not self._stopping:
+            now = time.monotonic()
+            if self._heap and self._heap[0][0] <= now:
+                session = heapq.heappop(self._heap)[2]
+                if self._heap and (self._heap[0][0] <= now or self._timer_deadline is None):
+                    self._work.notify()  # another is due, or nobody is keeping time
+                return session
+            if self._heap and self._timer_deadline is None:
+                self._timer_deadline = self._heap[0][0]
+                self._timer.wait(self._timer_deadline - now)
+                self._timer_deadline = None
+            else:
+                self._work.wait()
+        return None
+
+    def _fetch_loop(self) -> None:
+        try:
+            while True:
+                with self._lock:
+                    session = self._next_due()
+                    if session is None:
+                        return
+                    self._running += 1
+                when = self._step(session)
+                with self._lock:
+                    self._running -= 1
+                    if when is not None and not self._stopping:
+                        self._push(when, session)
+                    if self._stopping:
+                        self._changed.notify_all()
+        finally:
+            connection.close()
+
+    def _step(self, session: HostSession) -> float | None:
+        try:
+            return session.step()
+        except Exception:
+            # A bug or a broken disk: what this session fetched so far is with the writer;
+            # the host is released at its normal time, the rest of its URLs stay queued.
+            log.exception("session for %s failed", session.host.origin)
+            with self._lock:
+                self.stats.errors += 1
+            session.finish("error")
+            return None
+
+    def _released(self, ended) -> None:
+        """The writer released a session's host (after storing its URLs)."""
+        with self._lock:
+            self._sessions.pop(ended.host_id, None)
+            self.stats.requests += ended.requests
+            self.stats.connections += ended.connections
+            self.stats.ended[ended.reason] = self.stats.ended.get(ended.reason, 0) + 1
+            self._changed.notify_all()
+
+    # --- the lease keeper -------------------------------------------------------------------
+
+    def _keeper_loop(self) -> None:
+        """Renew every session's lease every CRAWLER_LEASE_SECONDS / 6; between renewals,
+        keep the crawl limits fresh (an admin's exclusion stops sessions within seconds)."""
+        renew_every = max(0.05, settings.CRAWLER_LEASE_SECONDS / 6)
+        tick = min(renew_every, LIMITS_RECHECK_SECONDS)
+        next_renewal = time.monotonic() + renew_every
+        try:
+            while True:
+                with self._lock:
+                    self._changed.wait(tick)
+                    if self._stopping:
+                        return
+                    sessions = [s for s in self._sessions.values() if not s.ended]
+                close_old_connections()
+                if sessions and time.monotonic() >= next_renewal:
+                    next_renewal = time.monotonic() + renew_every
+                    self._renew(sessions)
+                _guarded(frontier.current_limits)
+        finally:
+            connection.close()
+
+    def _renew(self, sessions: list[HostSession]) -> None:
+        asked = time.monotonic()
+        try:
+            renewed = frontier.renew_leases([(s.host_id, s.lease.token, s.leased_address) for s in sessions])
+        except Exception:  # the database is away: sessions stop before their leases run out
+            log.exception("could not renew %d leases", len(sessions))
+            _reset_connection()
+            return
+        for session in sessions:
+            if session.host_id in renewed:
+                session.lease_until = asked + settings.CRAWLER_LEASE_SECONDS
+            else:
+                session.lost = True
+
+
+def _guarded(action) -> None:
+    try:
+        action()
+    except Exception:
+        log.exception("%s failed", action.__name__)
+        _reset_connection()
+
+
+def _reset_connection() -> None:
+    try:
+        connection.close()
+    except Exception:  # noqa: BLE001 - a dead connection may fail to close; it is gone either way
+        pass
+
+
+def _raise_open_files_limit(wanted: int) -> None:
+    """Each session keeps a connection open: make room for them (up to the hard limit)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))

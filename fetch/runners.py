@@ -1,0 +1,181 @@
+"""The two ways to run a crawl, side by side, both on the session engine (fetch/engine.py).
+
+                 embedded (`manage.py crawl`)           distributed
+  who leases     this process's main thread             `manage.py dispatch` (one or more)
+  hands over     engine.submit(lease)                   Celery task on the host's fetch queue,
+                                                        then that worker process's engine.submit
+  holds back     the engine's room                      the fetch queues' room (back-pressure)
+                                                        and each engine's room
+  when idle      IdlePolicy: wait, doubling, never past the next host's time
+
+A lease is a host session (fetch/session.py). Whatever the runner, the session, its steps,
+its pacing and the way its results are written are the same code.
+"""
+
+import logging
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import close_old_connections
+
+from frontier import service as frontier
+
+from .engine import SessionEngine
+from .queues import dispatch_room, queue_for
+
+log = logging.getLogger(__name__)
+
+SESSION_TASK = "fetch.host_session"
+
+
+class IdlePolicy:
+    """After a round with nothing to lease, wait CRAWLER_DISPATCH_IDLE_WAIT, doubling after
+    each empty round up to CRAWLER_DISPATCH_IDLE_WAIT_MAX, but never past the moment the
+    next host becomes ready: an idle frontier costs a few queries a second, not dozens,
+    and a host due soon is not kept waiting."""
+
+    def __init__(self):
+        self.reset()
+
+    def reset(self) -> None:
+        self._wait = settings.CRAWLER_DISPATCH_IDLE_WAIT
+
+    def next_wait(self, due_in: float | None = None) -> float:
+        wait = self._wait
+        self._wait = min(self._wait * 2, settings.CRAWLER_DISPATCH_IDLE_WAIT_MAX)
+        if due_in is None:
+            return wait
+        # A host due "now" that could not be leased waits for its server address (held by
+        # another host's session): never poll faster than the first wait.
+        return min(wait, max(due_in, settings.CRAWLER_DISPATCH_IDLE_WAIT))
+
+
+# --- embedded --------------------------------------------------------------------------------
+
+@dataclass
+class RunStats:
+    leases: int = 0
+    sessions: int = 0
+    requests: int = 0
+    connections: int = 0
+    elapsed: float = 0.0
+    cpu_seconds: float = 0.0
+    errors: int = 0
+    ended: dict = field(default_factory=dict)
+
+
+def run_embedded(threads: int | None = None, progress=None, max_seconds: float | None = None) -> RunStats:
+    """Crawl in this process until no URL is queued and no session is open (or max_seconds)."""
+    owner = f"embedded-{socket.gethostname()}-{os.getpid()}"
+    stats = RunStats()
+    started, cpu_started = time.monotonic(), time.process_time()
+    engine = SessionEngine(fetch_threads=threads, name="embedded").start()
+    idle = IdlePolicy()
+    try:
+        while not (max_seconds and time.monotonic() - started > max_seconds):
+            room = min(engine.room(), settings.CRAWLER_DISPATCH_BATCH)
+            leases = frontier.lease_ready_hosts(owner, room) if room > 0 else []
+            for lease in leases:
+                engine.submit(lease)
+            stats.leases += len(leases)
+            if progress:
+                progress()
+            if leases:
+                idle.reset()
+                continue
+            if room > 0 and engine.idle() and not frontier.has_pending_work():
+                break
+            engine.wait_for_change(idle.next_wait(frontier.next_due_in(settings.CRAWLER_DISPATCH_IDLE_WAIT_MAX)))
+    finally:
+        engine.stop()
+    stats.sessions, stats.requests = engine.stats.sessions, engine.stats.requests
+    stats.connections, stats.ended = engine.stats.connections, dict(engine.stats.ended)
+    stats.errors = engine.stats.errors + engine.writer.errors
+    stats.elapsed = time.monotonic() - started
+    stats.cpu_seconds = time.process_time() - cpu_started
+    return stats
+
+
+# --- distributed: the dispatcher ---------------------------------------------------------------
+
+def dispatch_once(name: str, app) -> int:
+    """One round: lease ready hosts and send each session to its host's fetch queue.
+    Returns the number of sessions sent."""
+    room = dispatch_room(app)
+    if room == 0:
+        log.info("fetch queues at their high-water mark; not dispatching")
+        return 0
+    sent = 0
+    for lease in frontier.lease_ready_hosts(name, room):
+        try:
+            app.send_task(SESSION_TASK, args=[lease.host_id, lease.token, lease.url_ids, lease.address],
+                          queue=queue_for(lease.origin))
+            sent += 1
+        except Exception:  # broker down: give the host back rather than wait for expiry
+            log.exception("could not send the session for %s; releasing it", lease.origin)
+            frontier.release_host(lease.host_id, lease.token, None, leased_address=lease.address)
+    return sent
+
+
+def run_dispatcher(name: str, app, stop: threading.Event) -> None:
+    """Dispatch until `stop` is set. Several dispatchers may run on several machines:
+    leasing uses SKIP LOCKED, so they never hand out the same host twice. A dispatcher
+    never waits out a politeness delay: hosts that are not ready are not leased."""
+    idle = IdlePolicy()
+    while not stop.is_set():
+        close_old_connections()
+        try:
+            sent = dispatch_once(name, app)
+        except Exception:  # database hiccup: keep the dispatcher alive, try again shortly
+            log.exception("dispatch round failed")
+            sent = 0
+        if sent:
+            idle.reset()
+        else:
+            stop.wait(idle.next_wait())
+
+
+# --- distributed: the worker -----------------------------------------------------------------
+
+_engine_lock = threading.Lock()
+_engine_of: tuple[int, SessionEngine] | None = None  # (pid, this process's engine)
+
+# How long a task may wait for room in its process's engine before giving the session back.
+SUBMIT_WAIT_SECONDS = 30.0
+
+
+def worker_engine() -> SessionEngine:
+    """This process's engine, started on first use (one per process: a forked pool child
+    must not share its parent's threads)."""
+    global _engine_of
+    with _engine_lock:
+        if _engine_of is None or _engine_of[0] != os.getpid():
+            _engine_of = (os.getpid(), SessionEngine(name=f"worker-{os.getpid()}").start())
+        return _engine_of[1]
+
+
+def stop_worker_engine() -> None:
+    """End every session of this process (hosts released at their clocks' times, results
+    written): called when the worker shuts down."""
+    global _engine_of
+    with _engine_lock:
+        held, _engine_of = _engine_of, None
+    if held is not None and held[0] == os.getpid():
+        held[1].stop()
+
+
+def run_worker_session(host_id: int, token: str, url_ids: list[int], address: str = "") -> bool:
+    """A Celery task's work: hand the session to this process's engine. Waits while the
+    engine is full (the worker then takes no new message: back-pressure reaches the queue);
+    after SUBMIT_WAIT_SECONDS it gives the host back instead."""
+    engine = worker_engine()
+    lease = frontier.Lease(host_id, token, "", url_ids, address)
+    # No database here (the engine's intake thread does it): see fetch/engine.py.
+    if not engine.wait_for_room(SUBMIT_WAIT_SECONDS):
+        engine.give_back(lease)
+        return False
+    return engine.submit(lease)

@@ -1,0 +1,296 @@
+"""A host session: one worker holds one host for a while and paces it itself.
+
+Lifecycle (DESIGN.md section 4; fetch/engine.py runs it, fetch/runners.py starts it):
+1. A dispatcher (or the embedded runner) leases a ready host with some of its due URLs:
+   as many as CRAWLER_SESSION_SECONDS allows at the host's delay, at most
+   CRAWLER_SESSION_MAX_URLS. The host's server address is leased with it.
+2. The engine opens the session: the host row, its URLs, a HostClock (frontier/pacing.py),
+   and one kept-alive connection to the origin (http.HostConnection).
+3. robots.txt first, when its cached copy is out of date (it is a request like any other).
+4. Then each URL goes through URL_STEPS, in order: still leased? holding its server's
+   address (per-IP politeness)? still inside the session's window? not excluded by an
+   admin? breaker closed? allowed by robots.txt? may the host clock send now? fetch. A
+   step can let the URL go on, settle it without a request, ask to be woken later (the
+   session then waits in the engine's timer heap, costing no thread), or end the session.
+5. Every finished URL goes to the writer at once (fetch/writer.py: group commits across
+   all sessions of the process); the end of the session goes after its URLs, and the
+   writer releases the host with the clock's next time. A session whose process dies is
+   never released: its lease expires (CRAWLER_LEASE_SECONDS) and its unwritten URLs, still
+   queued, are fetched again by the next session.
+
+step() runs on one of the engine's threads, one step at a time per session, so a session
+needs no lock. It touches no database (but to claim a new host's server address once):
+the engine's lease keeper renews leases and the writer stores everything.
+"""
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import connection
+from django.utils import timezone
+
+from frontier import pacing, politeness
+from frontier import service as frontier
+from frontier.outcomes import FetchReport
+
+from . import http, robots
+from .service import NETWORK_FAILURES, Results, fetch_one, robots_failure
+
+# --- what a step says --------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Wait:
+    until: float  # monotonic
+
+
+@dataclass(frozen=True)
+class End:
+    reason: str
+
+
+SETTLED = "settled"  # the URL is done without a request; go to the next one
+SENT = "sent"  # a request was made for the URL
+
+
+# --- what the writer receives ------------------------------------------------------------
+
+@dataclass
+class UrlsDone:
+    host_id: int
+    results: Results
+
+
+@dataclass
+class RobotsFetched:
+    host_id: int
+    answer: robots.RobotsAnswer
+
+
+@dataclass
+class SessionEnded:
+    host_id: int
+    token: str
+    leased_address: str
+    update: frontier.HostUpdate
+    requests: int
+    connections: int
+    reason: str
+
+
+class HostSession:
+    def __init__(self, lease: frontier.Lease, host: frontier.HostView, urls: list[frontier.QueuedUrl], sink,
+                 now: float | None = None):
+        now = time.monotonic() if now is None else now
+        self.lease, self.host, self.sink = lease, host, sink
+        self.urls = deque(urls)
+        self.clock = pacing.HostClock(host.crawl_delay, host.response_time, host.failures)
+        self.window_end = now + settings.CRAWLER_SESSION_SECONDS
+        self.lease_until = now + settings.CRAWLER_LEASE_SECONDS  # moved on by the lease keeper
+        self.lost = False  # the keeper found the lease taken: stop at once
+        self.connection = http.HostConnection(host.origin)
+        self.leased_address = host.address if politeness.per_address() else ""  # only then was it claimed
+        self.probing = host.failures >= settings.CRAWLER_HOST_FAILURE_THRESHOLD
+        self.policy: robots.RobotsPolicy | None = None  # known after robots.txt
+        self.requests = 0
+        self.address = ""  # the server address the requests went to
+        self.ended = ""  # why it ended ("" while it runs)
+
+    @property
+    def host_id(self) -> int:
+        return self.lease.host_id
+
+    # --- the engine calls these -----------------------------------------------------------
+
+    def step(self) -> float | None:
+        """Go as far as possible without waiting: until one request is made, a wait is
+        needed, or the session is over. Returns when to call again (monotonic), or None."""
+        outcome = self._robots() if self.policy is None else None
+        if outcome is None:
+            outcome = self._next_url()
+        if isinstance(outcome, Wait):
+            return outcome.until
+        self.finish(outcome.reason)
+        return None
+
+    def finish(self, reason: str) -> None:
+        """End the session: its end goes to the writer after its URLs, which releases the
+        host (and address) with the clock's next time."""
+        if self.ended:
+            return
+        self.ended = reason
+        self.connection.close()
+        self.sink(SessionEnded(self.host_id, self.lease.token, self.leased_address, self._host_update(),
+                               self.requests, self.connection.connections_opened, reason))
+
+    # --- robots.txt, once per session, before any URL -------------------------------------
+
+    def _robots(self):
+        refreshed = False
+        if robots.needs_fetch(self.host):
+            for check in (lease_held, clock_allows):
+                outcome = check(self, None)
+                if outcome is not None:
+                    return outcome
+            self.host, answer, result = robots.fetch(self.host, via=self.connection)
+            self.sink(RobotsFetched(self.host_id, answer))
+            self._saw(result)
+            self.clock.crawl_delay = self.host.crawl_delay
+            refreshed = True
+        if self.host.robots_error:
+            return self._robots_unavailable(refreshed)
+        self.policy = robots.policy_for(self.host)
+        return None
+
+    def _robots_unavailable(self, refreshed: bool) -> End:
+        # RFC 9309: no verdict means disallow everything for now. The host comes back when
+        # robots.txt is tried again, and a URL is charged an attempt only when it really
+        # was tried, so a cached failure cannot burn its retries (nor can a resolver that
+        # is down: that is nobody's fault).
+        error = self.host.robots_error
+        if error != "blocked_address":  # a refused host costs no request: no wait
+            wait = max(0.0, (self.host.robots_expires_at - timezone.now()).total_seconds())
+            self.clock.pause(time.monotonic() + wait, "robots_unavailable")
+        unreachable = error == "dns_unavailable" or (self.probing and error in NETWORK_FAILURES)
+        if (refreshed and not unreachable) or error == "blocked_address":
+            results = Results()
+            for queued in self.urls:
+                results.reports.append((FetchReport(queued.id, error=robots_failure(error)), queued.attempts))
+            self.sink(UrlsDone(self.host_id, results))
+            self.urls.clear()
+        return End("robots_unavailable")
+
+    # --- the URLs ---------------------------------------------------------------------------
+
+    def _next_url(self):
+        while self.urls:
+            queued = self.urls[0]
+            for check in URL_STEPS:
+                outcome = check(self, queued)
+                if outcome is None:
+                    continue
+                if outcome in (SETTLED, SENT):
+                    self.urls.popleft()
+                    if outcome == SENT:  # one request per step: the next one waits for the clock
+                        if not self.urls:
+                            return End("done")
+                        # A breaker that just opened ends the session now: it must not sit
+                        # out the pause holding the lease.
+                        return breaker_closed(self, None) or clock_allows(self, None) or Wait(time.monotonic())
+                    break
+                return outcome  # Wait or End
+        return End("done")
+
+    def _saw(self, result: http.FetchResult, retry_after: float | None = None) -> None:
+        """Tell the clock about a request that just ended."""
+        self.requests += 1
+        self.address = result.address or self.address
+        end = time.monotonic()
+        if result.status is not None:
+            self.clock.response(end, result.elapsed, result.status, retry_after)
+        elif result.error in NETWORK_FAILURES:
+            self.clock.network_failure(end, result.elapsed, result.error)
+        elif result.error == "dns_unavailable":
+            self.clock.resolver_failed(end)
+        else:
+            self.clock.request_failed(end)
+
+    def _host_update(self) -> frontier.HostUpdate:
+        now, wall = time.monotonic(), timezone.now()
+        if politeness.per_host():
+            host_next = self.clock.release_at(now, wall)
+        else:  # only the address is paced; a pause (Retry-After, breaker) still holds the host
+            host_next = wall + timedelta(seconds=max(0.0, self.clock.paused_until - now))
+        address_next = None
+        if self.requests and self.address and politeness.per_address() and self.clock.last_end is not None:
+            address_next = wall + timedelta(seconds=max(0.0, self.clock.last_end + self.clock.delay - now))
+        return frontier.HostUpdate(host_next, self.address, address_next, self.clock.response_time,
+                                   self.clock.failures)
+
+
+# --- the steps of a URL, in order ----------------------------------------------------------
+# Each takes (session, queued URL) and returns None (go on), SETTLED, SENT, Wait or End.
+
+def lease_held(session: HostSession, queued) -> End | None:
+    """Never start a request that could outlive the lease: another worker would then be
+    allowed to talk to this host at the same time. The lease keeper renews it long before."""
+    if session.lost:
+        return End("lease_lost")
+    worst_case = settings.CRAWLER_CONNECT_TIMEOUT + settings.CRAWLER_TOTAL_DEADLINE + settings.CRAWLER_READ_TIMEOUT
+    if session.lease_until - time.monotonic() < min(worst_case, settings.CRAWLER_LEASE_SECONDS / 2):
+        return End("lease_running_out")
+    return None
+
+
+def address_held(session: HostSession, queued) -> End | None:
+    """With per-address politeness, a session sends only while it holds its server's
+    address. A host's address is learned on first contact (usually robots.txt); the session
+    then claims it (the one database write a fetch thread makes, once per new host) and
+    goes on, or ends if another host's session holds it. A host that moved to another
+    address ends its session; its next one is leased with the new address."""
+    if not politeness.per_address() or not session.address or session.address == session.leased_address:
+        return None
+    if session.leased_address:
+        return End("address_changed")
+    try:
+        claimed = frontier.claim_address(session.address, session.lease.token)
+    finally:
+        connection.close()  # fetch threads keep no database connection
+    if not claimed:
+        return End("address_busy")
+    session.leased_address = session.address
+    return None
+
+
+def within_window(session: HostSession, queued) -> End | None:
+    """A session holds its host for CRAWLER_SESSION_SECONDS; what is left waits for the next."""
+    return End("window") if time.monotonic() >= session.window_end else None
+
+
+def not_excluded(session: HostSession, queued) -> End | None:
+    """An admin excluded the domain meanwhile: its queued URLs are already stopped."""
+    return End("excluded") if frontier.origin_excluded(session.host.origin) else None
+
+
+def breaker_closed(session: HostSession, queued) -> End | None:
+    """After CRAWLER_HOST_FAILURE_THRESHOLD network failures in a row, stop; a session that
+    starts with the breaker open is a probe: one request, and it ends if that fails too."""
+    if session.clock.breaker_open and not (session.probing and session.requests == 0):
+        return End("breaker")
+    return None
+
+
+def robots_allow(session: HostSession, queued) -> str | None:
+    if session.policy.allows(queued.url):
+        return None
+    session.sink(UrlsDone(session.host_id, Results(reports=[(FetchReport(queued.id, robots_blocked=True),
+                                                              queued.attempts)])))
+    return SETTLED
+
+
+def clock_allows(session: HostSession, queued) -> Wait | End | None:
+    """Wait out the host's delay (and any pause), measured from the end of the last
+    response; a wait past the session's window ends the session instead."""
+    when = session.clock.next_request_at()
+    if when <= time.monotonic():
+        return None
+    if when >= session.window_end:
+        return End("window")
+    return Wait(when)
+
+
+def fetch(session: HostSession, queued: frontier.QueuedUrl) -> str | End:
+    results = Results()
+    result, retry_after = fetch_one(results, queued, via=session.connection)
+    session._saw(result, retry_after)
+    if result.error == "dns_unavailable":  # nothing recorded: the URL waits for the resolver
+        return End("dns_unavailable")
+    if session.probing and result.error in NETWORK_FAILURES:
+        return End("breaker")  # still down: the URL waits, uncharged
+    session.sink(UrlsDone(session.host_id, results))
+    return SENT
+
+
+URL_STEPS = (lease_held, address_held, within_window, not_excluded, breaker_closed, robots_allow, clock_allows, fetch)

@@ -1,0 +1,194 @@
+"""The writer: what every session of a process produces is stored by one thread, in
+group commits by time or by pages, whatever the sessions' sizes.
+
+A write costs mostly per statement, not per row (a dozen statements whether it holds one
+page or sixty), so the writer gathers what arrives for up to CRAWLER_COMMIT_INTERVAL
+seconds, or until CRAWLER_COMMIT_GROUP_PAGES pages are waiting, and stores it at once:
+a session of one URL and a session of a hundred cost the same per page to store.
+
+Order is kept: items are written in the order they arrived, so a host's robots.txt and its
+URLs are stored before the host is released (a session puts its end after its URLs), and
+no other session can lease the host and fetch a URL again before its result is in.
+
+If a group cannot be written, each host's part is written alone, so one bad page costs
+only its own host's results (their URLs stay queued and are fetched again); the hosts are
+released either way. What is still waiting when the process dies is lost: those URLs are
+still queued, and the next session (after the lease expires) fetches them again. The
+queue is bounded (CRAWLER_COMMIT_MAX_PENDING_PAGES): when the database falls behind,
+sessions wait for it instead of filling memory.
+"""
+
+import logging
+import threading
+import time
+from collections import defaultdict, deque
+
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from frontier import service as frontier
+
+from . import robots
+from .service import Results, store
+from .session import RobotsFetched, SessionEnded, UrlsDone
+
+log = logging.getLogger(__name__)
+
+
+class Writer:
+    def __init__(self, interval: float | None = None, group_pages: int | None = None,
+                 max_pending_pages: int | None = None, on_release=None):
+        self.interval = settings.CRAWLER_COMMIT_INTERVAL if interval is None else interval
+        self.group_pages = group_pages or settings.CRAWLER_COMMIT_GROUP_PAGES
+        self.max_pending = max_pending_pages or settings.CRAWLER_COMMIT_MAX_PENDING_PAGES
+        self.on_release = on_release  # called with each SessionEnded once its host is released
+        self._cond = threading.Condition()
+        self._items: deque = deque()
+        self._pending_pages = 0
+        self._writing = False
+        self._closing = False
+        self._flushing = 0  # someone waits for everything to be written: do not gather
+        self.errors = 0  # groups or hosts whose results could not be stored
+        self.groups = 0
+        self.pages = 0
+        self._thread = threading.Thread(target=self._run, name="writer", daemon=True)
+        self._thread.start()
+
+    # --- producers ----------------------------------------------------------------------
+
+    def put(self, item) -> None:
+        """Hand over a session's item; waits while too many pages are waiting already."""
+        weight = _pages(item)
+        with self._cond:
+            while weight and self._pending_pages >= self.max_pending and not self._closing:
+                self._cond.wait(1.0)
+            self._items.append(item)
+            self._pending_pages += weight
+            self._cond.notify_all()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything handed over so far is written."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            self._flushing += 1
+            self._cond.notify_all()
+            try:
+                while self._items or self._writing:
+                    left = None if deadline is None else deadline - time.monotonic()
+                    if left is not None and left <= 0:
+                        return False
+                    self._cond.wait(left)
+            finally:
+                self._flushing -= 1
+        return True
+
+    def close(self, timeout: float = 60.0) -> None:
+        self.flush(timeout)
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        self._thread.join(timeout)
+
+    @property
+    def idle(self) -> bool:
+        with self._cond:
+            return not self._items and not self._writing
+
+    # --- the writing thread -------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            while True:
+                group = self._next_group()
+                if group is None:
+                    return
+                try:
+                    self._write(group)
+                finally:
+                    with self._cond:
+                        self._writing = False
+                        self._cond.notify_all()
+        finally:
+            connection.close()
+
+    def _next_group(self) -> list | None:
+        with self._cond:
+            while not self._items:
+                if self._closing:
+                    return None
+                self._cond.wait()
+            # Something waits: gather more for up to `interval`, or until a group is full.
+            deadline = time.monotonic() + self.interval
+            while self._pending_pages < self.group_pages and not (self._closing or self._flushing):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            group, pages = [], 0
+            while self._items and (not group or pages + _pages(self._items[0]) <= self.group_pages):
+                item = self._items.popleft()
+                pages += _pages(item)
+                group.append(item)
+            self._pending_pages -= pages
+            self._writing = True
+            self._cond.notify_all()
+            return group
+
+    def _write(self, group: list) -> None:
+        close_old_connections()
+        for item in group:
+            if isinstance(item, RobotsFetched):
+                self._guarded(robots.save, item.host_id, item.answer)
+        done = [item for item in group if isinstance(item, UrlsDone)]
+        if done:
+            self._store(done)
+        for item in group:
+            if isinstance(item, SessionEnded):
+                self._guarded(frontier.release_host, item.host_id, item.token, None,
+                              leased_address=item.leased_address, update=item.update)
+                if self.on_release:
+                    self.on_release(item)
+        self.groups += 1
+
+    def _store(self, done: list[UrlsDone]) -> None:
+        merged = Results()
+        for item in done:
+            merged.extend(item.results)
+        try:
+            store(merged)
+            self.pages += len(merged.pages)
+            return
+        except Exception:
+            if len({item.host_id for item in done}) == 1:
+                log.exception("results of host %s could not be stored; its URLs stay queued", done[0].host_id)
+                self.errors += 1
+                _reset_connection()
+                return
+            _reset_connection()
+        by_host = defaultdict(list)  # the group failed: each host's part alone
+        for item in done:
+            by_host[item.host_id].append(item)
+        for items in by_host.values():
+            self._store(items)
+
+    def _guarded(self, action, *args, **kwargs) -> None:
+        try:
+            action(*args, **kwargs)
+        except Exception:  # the lease expires by itself; never stop the writer
+            log.exception("%s failed", getattr(action, "__name__", action))
+            self.errors += 1
+            _reset_connection()
+
+
+def _pages(item) -> int:
+    return item.results.weight if isinstance(item, UrlsDone) else 0
+
+
+def _reset_connection() -> None:
+    # A broken connection (the database restarted) must not fail every later write.
+    if connection.in_atomic_block:
+        return
+    try:
+        connection.close()
+    except Exception:  # noqa: BLE001 - closing a dead connection may raise; it is gone either way
+        pass
