@@ -269,7 +269,10 @@ class SessionEngine:
     def _released(self, ended) -> None:
         """The writer released a session's host (after storing its URLs)."""
         with self._lock:
-            self._sessions.pop(ended.host_id, None)
+            current = self._sessions.get(ended.host_id)
+            # Once released, the host may already be in a new session here: keep that one.
+            if current is not None and current.lease.token == ended.token:
+                del self._sessions[ended.host_id]
             self.stats.requests += ended.requests
             self.stats.connections += ended.connections
             self.stats.ended[ended.reason] = self.stats.ended.get(ended.reason, 0) + 1
