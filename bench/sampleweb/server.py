@@ -16,7 +16,7 @@ Log line per request, written when the response is handed to the transport:
     start \t end \t netloc \t method \t path \t status \t connection
 (time.time(), 6 decimals; connection: a serial number per accepted TCP
 connection, so the audit can count connections per host).  start = request
-fully read, end = after the (delayed) write.  A request whose client
+fully read, end = when the (delayed) response is written.  A request whose client
 disconnected during the delay is logged with status 499.
 """
 from __future__ import annotations
@@ -271,8 +271,14 @@ class HTTPProtocol(asyncio.Protocol):
         data = head + server.date() + (_KEEP if keep else _CLOSE)
         if method != "HEAD":
             data += body
+        # The end is stamped as the response is handed to the kernel (write() sends it at
+        # once: pages fit the socket buffer). A stamp taken after write() lagged by up to a
+        # scheduler time slice when the machine was saturated: 8 of 20,519 requests of a
+        # distributed crawl looked 5-31 ms early although the crawler had waited out the
+        # delay from the moment it had read the whole response.
+        end = time.time()
         self.transport.write(data)
-        server.log.add(start, time.time(), self.host.netloc, method, path, status, self.serial)
+        server.log.add(start, end, self.host.netloc, method, path, status, self.serial)
         if not keep:
             self.closed = True
             self.pending.clear()
