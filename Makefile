@@ -56,14 +56,15 @@ stack: setup services
 	DATABASE_URL=$${DATABASE_URL:-$(STACK_DB)} CELERY_BROKER_URL=$${CELERY_BROKER_URL:-$(STACK_BROKER)} \
 	  CRAWLER_ALLOWED_NETWORKS=$(STACK_ALLOWED_NETWORKS) ./scripts/stack.sh
 
-# Benchmarks (docs/benchmarks.md). The full table (3 runs of every mode, standard size)
-# takes about 40 minutes; bench-quick about 2.
+# Benchmarks (docs/benchmarks.md), with default settings and Scrapy side by side (installed
+# into var/scrapy-venv on first use). `make bench` takes about 40 minutes; bench-quick about 6.
 BENCH_DB := postgres://postgres@127.0.0.1:5432/crawlerweb_bench
 bench: setup services
-	$(PY) -m bench.run --size standard --modes embedded,distributed:1,distributed:2,distributed:4,ceiling --runs 3
+	$(PY) -m bench.run --size standard --modes embedded,distributed:1,scrapy,ceiling
+	$(PY) -m bench.run --size polite --modes embedded,distributed:1,scrapy
 
 bench-quick: setup services
-	$(PY) -m bench.run --size quick --modes embedded,distributed:2,ceiling
+	$(PY) -m bench.run --size quick --modes embedded,distributed:1,scrapy,ceiling
 
 bench-frontier: setup services
 	-psql -q -h 127.0.0.1 -U postgres -c "CREATE DATABASE crawlerweb_bench" 2>/dev/null

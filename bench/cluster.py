@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .procstat import cpu_seconds, peak_rss_mb
+from .procstat import tree_cpu_seconds, tree_peak_rss_mb
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -76,8 +76,8 @@ def run_cluster(env: dict, workers: int = 2, dispatchers: int = 2, concurrency: 
         yield cluster
     finally:
         for name, proc in cluster.procs.items():
-            cluster.cpu[name] = cpu_seconds(proc.pid)
-            cluster.peak_rss[name] = peak_rss_mb(proc.pid)
+            cluster.cpu[name] = tree_cpu_seconds(proc.pid)  # a worker with its pool children
+            cluster.peak_rss[name] = tree_peak_rss_mb(proc.pid)
             if proc.poll() is None:
                 proc.send_signal(signal.SIGTERM)
         for proc in cluster.procs.values():

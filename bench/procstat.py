@@ -6,6 +6,7 @@ exited (cutime/cstime), so a closed connection's work is not lost from the figur
 """
 
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +29,36 @@ def cpu_seconds(pid: int, children: bool = False) -> float:
     if children:
         ticks += int(fields[13]) + int(fields[14])  # cutime, cstime
     return ticks / CLOCK_TICKS
+
+
+def process_tree(pid: int) -> list[int]:
+    """pid and its live descendants (a Celery worker and its prefork pool children)."""
+    parents = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            fields = _stat_fields(int(entry.name))
+            if fields is not None:
+                parents.setdefault(int(fields[1]), []).append(int(entry.name))
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo.extend(parents.get(current, []))
+    return tree
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU of a process and its descendants, live or reaped."""
+    return sum(cpu_seconds(p, children=True) for p in process_tree(pid))
+
+
+def tree_peak_rss_mb(pid: int) -> float:
+    """The largest peak RSS in a process tree (each pool child is one engine)."""
+    return max(peak_rss_mb(p) for p in process_tree(pid))
+
+
+def tree_rss_mb(pid: int) -> float:
+    return max(rss_mb(p) for p in process_tree(pid))
 
 
 def _status_kib(pid: int, key: str) -> int:
@@ -87,3 +118,25 @@ class ServiceMeter:
 def _parent(pid: int) -> int:
     fields = _stat_fields(pid)
     return int(fields[1]) if fields else 0
+
+
+def wait_metered(proc, timeout: float):
+    """Wait for a child to exit and return (exit code, its resource usage): os.wait4 gives
+    the CPU and peak RSS of exactly that child. A watchdog kills it after `timeout`
+    seconds (then TimeoutError)."""
+    timed_out = threading.Event()
+
+    def expire():
+        timed_out.set()
+        proc.kill()
+
+    watchdog = threading.Timer(timeout, expire)
+    watchdog.start()
+    try:
+        _, status, usage = os.wait4(proc.pid, 0)
+    finally:
+        watchdog.cancel()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if timed_out.is_set():
+        raise TimeoutError(f"{proc.args[0] if isinstance(proc.args, list) else proc.args} killed after {timeout} s")
+    return proc.returncode, usage
