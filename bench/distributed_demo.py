@@ -48,7 +48,9 @@ def main(argv=None) -> int:
     redis.Redis.from_url(settings.CELERY_BROKER_URL).flushdb()
     config = WebConfig(hosts=args.hosts, pages_per_host=args.pages_per_host, port=args.port)
     with run_server(config, args.log) as web:
-        with run_cluster(dict(os.environ), workers=args.workers, dispatchers=args.dispatchers) as cluster:
+        # concurrency=None: each worker as `celery -A crawlerweb worker` starts it (its default pool)
+        with run_cluster(dict(os.environ), workers=args.workers, dispatchers=args.dispatchers,
+                         concurrency=None) as cluster:
             wait_for_workers(app, [worker_name(i) for i in range(args.workers)])  # before the clock starts
             started = time.monotonic()
             service.add_seeds(web.seeds, service.ScopeSpec("web"))
@@ -61,7 +63,8 @@ def main(argv=None) -> int:
     pages = summary["fetched"]
     crawler_cpu = sum(cluster.cpu.values())
     report = {
-        "mode": f"distributed: {args.workers} workers x {settings.CELERY_WORKER_CONCURRENCY} threads, "
+        "mode": f"distributed: {args.workers} workers x {settings.CELERY_WORKER_CONCURRENCY} pool processes "
+                f"(one session engine each), "
                 f"{args.dispatchers} dispatchers",
         "pages_fetched": pages,
         "requests_in_server_log": audit["requests"],

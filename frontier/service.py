@@ -457,10 +457,6 @@ def release_host(host_id: int, token: str, next_fetch_at: datetime | None, *, le
     return released
 
 
-def host_delay(host: HostView) -> float:
-    return pacing.delay_for(host.crawl_delay, host.response_time)
-
-
 # Sitemap URLs kept per host at most (a robots.txt may list thousands).
 MAX_SITEMAPS = 100
 
