@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from bench.sampleweb.audit import read_log
 from fetch.runners import run_embedded
-from frontier import controls
+from frontier import controls, leases
 from frontier import service as frontier
 from frontier.models import Host, Url
 
@@ -235,7 +235,7 @@ def test_many_paced_sessions_run_at_once_on_two_threads(tmp_path, settings):
 def test_the_dispatcher_sizes_a_session_by_the_window_and_the_hosts_pace(settings):
     settings.CRAWLER_SESSION_SECONDS = 10
     settings.CRAWLER_SESSION_MAX_URLS = 50
-    assert frontier._session_size(1.0, 0.0) == 10  # 10 s at one request a second
-    assert frontier._session_size(0.5, 0.5) == 10  # the response time counts too
-    assert frontier._session_size(0.0, 0.001) == 50  # a fast host: capped
-    assert frontier._session_size(30.0, 0.1) == 1  # a long Crawl-delay: one URL, never zero
+    assert leases._session_size(1.0, 0.0) == 10  # 10 s at one request a second
+    assert leases._session_size(0.5, 0.5) == 10  # the response time counts too
+    assert leases._session_size(0.0, 0.001) == 50  # a fast host: capped
+    assert leases._session_size(30.0, 0.1) == 1  # a long Crawl-delay: one URL, never zero

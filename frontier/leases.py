@@ -1,0 +1,221 @@
+"""Leases: which worker may talk to which host, and for how long (DESIGN.md section 4).
+
+Every write that claims work is a conditional UPDATE whose row count is checked
+(healthchecks' claim pattern), and every claim carries an expiring lease so a dead
+worker's host comes back by itself.
+"""
+
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Exists, OuterRef, Q
+from django.utils import timezone
+
+from . import pacing, politeness
+from .models import Host, ServerAddress, Url, UrlState
+
+
+@dataclass(frozen=True)
+class Lease:
+    host_id: int
+    token: str
+    origin: str
+    url_ids: list[int]
+    address: str = ""  # the server address leased with the host ("" = not known yet)
+
+
+@dataclass(frozen=True)
+class HostView:
+    id: int
+    origin: str
+    crawl_delay: float | None
+    robots_status: int | None
+    robots_body: str
+    robots_error: str  # why robots.txt gave no verdict (5xx, network, refused address)
+    robots_fetched_at: datetime | None
+    robots_expires_at: datetime | None
+    address: str = ""
+    response_time: float | None = None
+    failures: int = 0
+
+
+def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
+    """Lease up to max_hosts hosts whose politeness time has passed and that have due URLs,
+    each with the URLs of one host session (fetch/session.py).
+
+    On PostgreSQL the candidate rows are locked with FOR UPDATE SKIP LOCKED, so concurrent
+    dispatchers on many machines each get different hosts without waiting on each other.
+    The UPDATE is conditional as well, which is what keeps SQLite (no row locks, but one
+    writer at a time) correct.
+    """
+    now = timezone.now()
+    active = Host.objects.filter(leased_until__gt=now).count()
+    max_hosts = min(max_hosts, settings.CRAWLER_MAX_ACTIVE_LEASES - active)
+    if max_hosts <= 0:
+        return []
+    free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
+    due = Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED, next_fetch_at__lte=now)
+    token = f"{owner}:{uuid.uuid4().hex[:12]}"
+    lease_seconds = settings.CRAWLER_LEASE_SECONDS
+    by_address = politeness.per_address()
+    with transaction.atomic():
+        ready = Host.objects.filter(free, next_fetch_at__lte=now).filter(Exists(due))
+        if by_address:
+            busy = ServerAddress.objects.filter(address=OuterRef("address")).filter(
+                Q(leased_until__gt=now) | Q(next_fetch_at__gt=now))
+            ready = ready.exclude(Exists(busy))
+        if connection.features.has_select_for_update_skip_locked:
+            ready = ready.select_for_update(skip_locked=True)
+        candidates = list(ready.order_by("next_fetch_at").values_list("id", "address")[:max_hosts])
+        if by_address:
+            candidates = _one_host_per_address(candidates, token, now, lease_seconds)
+        if not candidates:
+            return []
+        Host.objects.filter(free, id__in=[c[0] for c in candidates]).update(
+            lease_owner=token, leased_until=now + timedelta(seconds=lease_seconds)
+        )
+    # host id -> the address claimed with it ("" when none was: unknown, or host scope)
+    addresses = {h: (a or "") if by_address else "" for h, a in candidates}
+    hosts = list(Host.objects.filter(id__in=list(addresses), lease_owner=token)
+                 .values_list("id", "origin", "crawl_delay", "response_time"))
+    url_ids = _best_urls({h[0]: _session_size(h[2], h[3]) for h in hosts}, now)
+    leases = []
+    for host_id, origin, _, _ in hosts:
+        ids_for_host = url_ids.get(host_id, [])
+        if ids_for_host:
+            leases.append(Lease(host_id, token, origin, ids_for_host, addresses[host_id]))
+        else:  # its URLs were taken meanwhile
+            release_host(host_id, token, None, leased_address=addresses[host_id])
+    return leases
+
+
+def _one_host_per_address(candidates: list[tuple[int, str | None]], token: str, now: datetime,
+                          lease_seconds: float) -> list[tuple[int, str | None]]:
+    """Keep hosts whose address is unknown, and one host per address this round could lease."""
+    first_per_address = {}
+    for host_id, address in candidates:
+        if address:
+            first_per_address.setdefault(address, host_id)
+    claimed = politeness.claim_addresses(list(first_per_address), token, now, lease_seconds)
+    return [(h, a) for h, a in candidates if not a or (a in claimed and first_per_address[a] == h)]
+
+
+def _session_size(crawl_delay: float | None, response_time: float | None) -> int:
+    """URLs for one host session: as many as CRAWLER_SESSION_SECONDS allows at the host's
+    current pace (its delay plus its response time), at most CRAWLER_SESSION_MAX_URLS."""
+    cycle = pacing.delay_for(crawl_delay, response_time) + (response_time or 0.0)
+    fits = int(settings.CRAWLER_SESSION_SECONDS / max(cycle, 0.01))
+    return max(1, min(fits, settings.CRAWLER_SESSION_MAX_URLS))
+
+
+def _best_urls(limits: dict[int, int], now: datetime) -> dict[int, list[int]]:
+    """host id -> ids of its best due URLs (highest priority, then oldest), at most
+    limits[host] each. One UNION ALL of per-host LIMIT queries: each walks the partial
+    index url_host_queue from its top and stops, so the cost does not grow with the
+    number of URLs a host has waiting (a window function over them all did)."""
+    found = defaultdict(list)
+    items = list(limits.items())
+    for start in range(0, len(items), 200):  # SQLite allows 500 terms in a compound SELECT
+        _best_urls_into(found, items[start:start + 200], now)
+    return found
+
+
+def _best_urls_into(found: dict, items: list[tuple[int, int]], now: datetime) -> None:
+    one = (f"SELECT * FROM (SELECT host_id, id FROM {Url._meta.db_table} WHERE host_id = %s AND state = %s"
+           " AND next_fetch_at <= %s ORDER BY priority DESC, id LIMIT %s) AS h{}")
+    sql = " UNION ALL ".join(one.format(i) for i in range(len(items)))
+    when = connection.ops.adapt_datetimefield_value(now)
+    params = [p for host_id, n in items for p in (host_id, UrlState.QUEUED.value, when, n)]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for host_id, url_id in cursor.fetchall():
+            found[host_id].append(url_id)
+
+
+def renew_leases(leases: list[tuple[int, str, str]]) -> set[int]:
+    """Extend the leases still held, given as (host id, token, address leased with it or
+    ""), by CRAWLER_LEASE_SECONDS from now. Returns the ids of the hosts renewed; a lease
+    that expired or was taken over is not (its session must stop).
+
+    One statement per token: a lease counts only for its exact (host, token) pair, never
+    for another worker that leased the host from the same dispatcher round."""
+    now = timezone.now()
+    until = now + timedelta(seconds=settings.CRAWLER_LEASE_SECONDS)
+    by_token = defaultdict(list)
+    for host_id, token, address in leases:
+        by_token[token].append((host_id, address))
+    renewed = set()
+    for token, items in sorted(by_token.items()):
+        ids = sorted(host_id for host_id, _ in items)
+        with connection.cursor() as cursor:
+            marks = ", ".join(["%s"] * len(ids))
+            adapt = connection.ops.adapt_datetimefield_value
+            cursor.execute(
+                f"UPDATE {Host._meta.db_table} SET leased_until = %s WHERE lease_owner = %s AND id IN ({marks})"
+                " AND leased_until > %s RETURNING id", [adapt(until), token, *ids, adapt(now)])
+            renewed.update(row[0] for row in cursor.fetchall())
+        addresses = sorted({address for host_id, address in items if address and host_id in renewed})
+        if addresses:
+            ServerAddress.objects.filter(lease_owner=token, address__in=addresses).update(leased_until=until)
+    return renewed
+
+
+def claim_address(address: str, token: str) -> bool:
+    """Lease a server address for a session that learned it mid-way (a new host's first
+    contact): True when it was free and ready, and is now held with the session's token."""
+    now = timezone.now()
+    politeness.remember_address(address, now)
+    return address in politeness.claim_addresses([address], token, now, settings.CRAWLER_LEASE_SECONDS)
+
+
+def begin_lease(host_id: int, token: str) -> HostView | None:
+    """Confirm a lease is still ours and extend it; None means drop the work."""
+    now = timezone.now()
+    claimed = Host.objects.filter(id=host_id, lease_owner=token, leased_until__gt=now).update(
+        leased_until=now + timedelta(seconds=settings.CRAWLER_LEASE_SECONDS)
+    )
+    if not claimed:
+        return None
+    row = Host.objects.get(id=host_id)
+    return HostView(
+        row.id, row.origin, row.crawl_delay, row.robots_status, row.robots_body, row.robots_error,
+        row.robots_fetched_at, row.robots_expires_at, row.address or "", row.response_time, row.failures,
+    )
+
+
+@dataclass(frozen=True)
+class HostUpdate:
+    """What a finished lease learned about its host and server."""
+
+    next_fetch_at: datetime  # the host's next allowed time (delay and any pause)
+    address: str = ""  # the address the requests went to ("" = none made)
+    address_next_at: datetime | None = None  # that address's next allowed time
+    response_time: float | None = None
+    failures: int = 0
+
+
+def release_host(host_id: int, token: str, next_fetch_at: datetime | None, *, leased_address: str = "",
+                 update: HostUpdate | None = None) -> bool:
+    """Give a leased host (and the address leased with it) back.
+
+    `update` carries what the lease measured; without it only the lease is cleared (and
+    next_fetch_at set, when given)."""
+    changes = {"lease_owner": "", "leased_until": None}
+    if update is not None:
+        next_fetch_at = update.next_fetch_at
+        changes.update(response_time=update.response_time, failures=update.failures)
+        if update.address:
+            changes["address"] = update.address
+    if next_fetch_at is not None:
+        changes["next_fetch_at"] = next_fetch_at
+    released = bool(Host.objects.filter(id=host_id, lease_owner=token).update(**changes))
+    address_next_at = update.address_next_at if update is not None else None
+    if leased_address:
+        politeness.release_address(leased_address, token, address_next_at)
+    if update is not None and update.address and update.address != leased_address and address_next_at:
+        politeness.push_address(update.address, address_next_at)  # first contact, or the host moved
+    return released
