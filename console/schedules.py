@@ -8,6 +8,8 @@ SCHEDULES = [
     # (name in the admin, task, every … seconds)
     ("crawlerweb: sample metrics", "console.sample_metrics", "CRAWLER_METRICS_SAMPLE_SECONDS"),
     ("crawlerweb: sweep expired leases", "frontier.sweep_expired_leases", "CRAWLER_LEASE_SWEEP_SECONDS"),
+    ("crawlerweb: release due revisits", "frontier.release_due_urls", "CRAWLER_RECRAWL_RELEASE_SECONDS"),
+    ("crawlerweb: plan recrawl budget", "frontier.plan_recrawl", "CRAWLER_RECRAWL_PLAN_SECONDS"),
 ]
 
 

@@ -68,6 +68,18 @@ def envlist(name: str, default: str = "") -> list[str]:
     return [item.strip() for item in raw.split(",") if item.strip()]
 
 
+def envfloatlist(name: str, default: str) -> list[float]:
+    values = []
+    for item in envlist(name, default):
+        try:
+            values.append(float(item))
+        except ValueError:
+            raise SettingError(f"{name}: {item!r} is not a number") from None
+        if values[-1] < 0:
+            raise SettingError(f"{name}: {item!r} must be >= 0")
+    return values
+
+
 def envnetworks(name: str) -> list:
     networks = []
     for item in envlist(name):
@@ -300,8 +312,9 @@ CRAWLER_LEASE_SWEEP_SECONDS = envfloat("CRAWLER_LEASE_SWEEP_SECONDS", 60.0, mini
 CRAWLER_MAX_ACTIVE_LEASES = envint("CRAWLER_MAX_ACTIVE_LEASES", 10_000, minimum=1)
 # Longest gap, seconds, adaptive delay may impose (a Crawl-delay is capped separately).
 CRAWLER_MAX_ADAPTIVE_DELAY = envfloat("CRAWLER_MAX_ADAPTIVE_DELAY", 30.0)
-# Transient failures (5xx, timeouts, connection errors) retried this many times in all,
-# then the URL goes to the dead-letter table.
+# Transient failures (5xx, timeouts, connection errors) retried this many times in a row
+# (CRAWLER_RETRY_BASE_DELAY apart, doubling), then the URL backs off on the
+# CRAWLER_FAILURE_BACKOFF ladder, and after it goes to the dead-letter table.
 CRAWLER_MAX_ATTEMPTS = envint("CRAWLER_MAX_ATTEMPTS", 4, minimum=1)
 # Response bodies are cut off past this many (decompressed) bytes.
 CRAWLER_MAX_BODY_BYTES = envint("CRAWLER_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
@@ -371,6 +384,49 @@ CRAWLER_WARC_ENABLED = envbool("CRAWLER_WARC_ENABLED", True)
 CRAWLER_WARC_GZIP_LEVEL = envint("CRAWLER_WARC_GZIP_LEVEL", 1, minimum=1, maximum=9)
 # Bytes after which a WARC file is closed and the next one started (1 GB is the usual size).
 CRAWLER_WARC_MAX_FILE_BYTES = envint("CRAWLER_WARC_MAX_FILE_BYTES", 1_000_000_000, minimum=65536)
+
+
+# --- continuous crawling (frontier/recrawl.py, docs: README "Continuous crawling") ---------
+# Recrawl budget: revisits per day the scheduler plans for and beat releases at most
+# (a hard cap, spent where it buys the most freshness; new URLs do not count against it).
+CRAWLER_RECRAWL_BUDGET_PER_DAY = envfloat("CRAWLER_RECRAWL_BUDGET_PER_DAY", 10_000.0, minimum=0.0)
+# Bounds of every revisit interval, seconds (1 hour and 60 days).
+CRAWLER_RECRAWL_MIN_INTERVAL = envfloat("CRAWLER_RECRAWL_MIN_INTERVAL", 3600.0, minimum=0.001)
+CRAWLER_RECRAWL_MAX_INTERVAL = envfloat("CRAWLER_RECRAWL_MAX_INTERVAL", 60 * 86400.0, minimum=0.001)
+# A page with fewer revisits than this has an unreliable rate estimate: it is explored,
+# revisited at least every CRAWLER_RECRAWL_EXPLORE_INTERVAL seconds, with exploration
+# taking at most CRAWLER_RECRAWL_EXPLORE_SHARE of the budget.
+CRAWLER_RECRAWL_EXPLORE_VISITS = envint("CRAWLER_RECRAWL_EXPLORE_VISITS", 3)
+CRAWLER_RECRAWL_EXPLORE_INTERVAL = envfloat("CRAWLER_RECRAWL_EXPLORE_INTERVAL", 86400.0, minimum=0.001)
+CRAWLER_RECRAWL_EXPLORE_SHARE = envfloat("CRAWLER_RECRAWL_EXPLORE_SHARE", 0.5)
+# Importance: a URL's freshness counts CRAWLER_RECRAWL_PRIORITY_WEIGHT ** priority (priority
+# is minus the link depth unless set): 1.5 makes a seed worth 1.5 times a page it links to.
+CRAWLER_RECRAWL_PRIORITY_WEIGHT = envfloat("CRAWLER_RECRAWL_PRIORITY_WEIGHT", 1.5, minimum=1.0)
+# How revisit intervals are chosen: "optimal" (freshness-optimal under the budget, Cho &
+# Garcia-Molina 2003), or the benchmark's baselines "uniform", "adaptive" (Nutch's
+# AdaptiveFetchSchedule) and "oracle" (optimal with the true rates read from
+# CRAWLER_RECRAWL_ORACLE_RATES, a JSON-lines file of {"url", "rate_per_day"}).
+CRAWLER_RECRAWL_POLICY = envchoice("CRAWLER_RECRAWL_POLICY", "optimal", ("optimal", "uniform", "adaptive", "oracle"))
+CRAWLER_RECRAWL_ORACLE_RATES = envstr("CRAWLER_RECRAWL_ORACLE_RATES", "")
+# Beat: every this many seconds, due revisits are moved back into the fetch queue …
+CRAWLER_RECRAWL_RELEASE_SECONDS = envfloat("CRAWLER_RECRAWL_RELEASE_SECONDS", 60.0, minimum=0.01)
+# … at most this many per run …
+CRAWLER_RECRAWL_RELEASE_BATCH = envint("CRAWLER_RECRAWL_RELEASE_BATCH", 5000, minimum=1)
+# … and every this many seconds the budget's price is solved again from all estimates.
+CRAWLER_RECRAWL_PLAN_SECONDS = envfloat("CRAWLER_RECRAWL_PLAN_SECONDS", 600.0, minimum=0.01)
+# A revisit whose text moved by at most this many bits of its 64-bit SimHash is noise (a
+# rotating ad, a changed word in a footer), not a change (indexer/fingerprint.py).
+CRAWLER_CHANGE_SIMHASH_THRESHOLD = envint("CRAWLER_CHANGE_SIMHASH_THRESHOLD", 4, maximum=64)
+# Once the short retries are spent, a failing URL is tried again after each of these
+# many seconds in turn (1, 2, 4, 8 weeks), then dead-lettered. Empty: dead-letter at once.
+CRAWLER_FAILURE_BACKOFF = envfloatlist("CRAWLER_FAILURE_BACKOFF", "604800,1209600,2419200,4838400")
+# Gone (404/410), denied (401/403) and other settled non-2xx pages are checked again after
+# this many seconds; a page gone twice in a row leaves the index.
+CRAWLER_GONE_RECHECK_SECONDS = envfloat("CRAWLER_GONE_RECHECK_SECONDS", 30 * 86400.0, minimum=0.001)
+# `manage.py crawl` (one-shot) stops when everything left is due later than this many
+# seconds (a robots.txt answering 5xx, a long Retry-After, a back-off) and lists it; a
+# later `crawl` resumes it.
+CRAWLER_CRAWL_DEFER_AFTER = envfloat("CRAWLER_CRAWL_DEFER_AFTER", 60.0)
 
 # Hard task time limit. A task only hands a session over (waiting at most 30 s for room in
 # its engine), so this never fires in practice; if it did, a prefork child and every

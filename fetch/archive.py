@@ -19,6 +19,12 @@ partial bytes are not kept) or "unspecified" (not downloaded: not a type the cra
 reads). Responses that never arrived (timeouts, refused connections) have no record; their
 outcome is in the URL's row.
 
+Revisits (frontier/recrawl.py): a 304 answer to a conditional GET, and a 200 whose bytes are
+those of the last response archived for the URL, are written as `revisit` records that
+point at that response (WARC-Refers-To-Target-URI and -Date), with the profile
+"server-not-modified" or "identical-payload-digest": the status line and headers, never a
+second copy of the body.
+
 Durability: records reach the OS after every append but are not fsynced. A record whose
 write fails (disk full) is cut off again and the next one starts a new file, so every file
 reads from start to end; the error fails the caller's batch. The database row
@@ -27,6 +33,8 @@ refers to a record that was not written; a worker that dies in between leaves a 
 nothing points to (the page is fetched again), which costs only disk.
 """
 
+import base64
+import hashlib
 import itertools
 import os
 import re
@@ -48,6 +56,8 @@ from warcio.recordbuilder import RecordBuilder
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
+
+from frontier.vocabulary import FetchError
 
 from . import http
 
@@ -104,10 +114,37 @@ def record(result: http.FetchResult) -> Location | None:
     return _writer().append(_records(result))
 
 
-def _records(result: http.FetchResult) -> tuple[bytes, bytes]:
-    """(response member, request member), each compressed on its own."""
-    date = datetime_to_iso_date(datetime.fromtimestamp(result.started_at, timezone.utc).replace(tzinfo=None))
-    warc_headers = {"WARC-Date": date}
+# WARC/1.0 revisit profiles (ISO 28500:2009 section 8.3; 1.1 kept the names).
+NOT_MODIFIED = "http://netpreserve.org/warc/1.0/revisit/server-not-modified"
+IDENTICAL_PAYLOAD = "http://netpreserve.org/warc/1.0/revisit/identical-payload-digest"
+
+
+def record_revisit(result: http.FetchResult, profile: str, refers_to: datetime | None) -> Location | None:
+    """Archive a revisit: the response's status line and headers in a `revisit` record
+    pointing at the earlier response of the same URL received at `refers_to`."""
+    if not enabled() or result.status is None:
+        return None
+    revisit = {"WARC-Profile": profile, "WARC-Refers-To-Target-URI": result.final_url}
+    if refers_to is not None:
+        revisit["WARC-Refers-To-Date"] = _warc_date(refers_to.timestamp())
+    if profile == IDENTICAL_PAYLOAD:
+        revisit["WARC-Payload-Digest"] = payload_digest(result.body)
+    return _writer().append(_records(result, revisit))
+
+
+def payload_digest(body: bytes) -> str:
+    """The WARC payload digest of a body, as warcio writes it on response records."""
+    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
+
+
+def _warc_date(timestamp: float) -> str:
+    return datetime_to_iso_date(datetime.fromtimestamp(timestamp, timezone.utc).replace(tzinfo=None))
+
+
+def _records(result: http.FetchResult, revisit: dict | None = None) -> tuple[bytes, bytes]:
+    """(response or revisit member, request member), each compressed on its own."""
+    date = _warc_date(result.started_at)
+    warc_headers = {"WARC-Date": date, **(revisit or {})}
     if result.address:
         warc_headers["WARC-IP-Address"] = result.address
     truncated = _truncation(result)
@@ -118,11 +155,12 @@ def _records(result: http.FetchResult) -> tuple[bytes, bytes]:
         if name.lower() in _FRAMING_HEADERS:
             name = "X-Archive-Orig-" + name
         headers.append((name, value))
-    headers.append(("Content-Length", str(len(result.body))))
+    body = b"" if revisit else result.body
+    headers.append(("Content-Length", str(len(body))))
     protocol = "HTTP/1.0" if result.http_version == 10 else "HTTP/1.1"
     status_line = f"{result.status} {result.reason}".rstrip()
     response = _BUILDER.create_warc_record(
-        result.final_url, "response", payload=BytesIO(result.body), length=len(result.body),
+        result.final_url, "revisit" if revisit else "response", payload=BytesIO(body), length=len(body),
         warc_headers_dict=warc_headers, http_headers=StatusAndHeaders(status_line, headers, protocol=protocol),
     )
     parts = urlsplit(result.final_url)
@@ -131,18 +169,18 @@ def _records(result: http.FetchResult) -> tuple[bytes, bytes]:
         result.final_url, "request", payload=BytesIO(b""), length=0,
         warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": response.rec_headers.get_header("WARC-Record-ID")},
         http_headers=StatusAndHeaders(f"GET {target} {protocol}",
-                                      [("Host", parts.netloc), *http.request_headers().items()],
+                                      [("Host", parts.netloc), *(result.sent_headers or http.request_headers()).items()],
                                       is_http_request=True),
     )
     return _member(response), _member(request)
 
 
 def _truncation(result: http.FetchResult) -> str:
-    if result.error == "too_large":
+    if result.error == FetchError.TOO_LARGE:
         return "length"
-    if result.error == "deadline":
+    if result.error == FetchError.DEADLINE:
         return "time"
-    if result.error in ("connection", "timeout", "protocol"):
+    if result.error in (FetchError.CONNECTION, FetchError.TIMEOUT, FetchError.PROTOCOL):
         return "disconnect"  # the body broke off; what had arrived is not kept
     if not result.body_read:
         return "unspecified"

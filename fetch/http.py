@@ -40,6 +40,8 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import connection as urllib3_connection
 
+from frontier.vocabulary import FetchError
+
 from . import dns
 
 READ_CHUNK = 64 * 1024
@@ -120,6 +122,7 @@ class FetchResult:
     response_headers: list[tuple[str, str]] = field(default_factory=list)
     body_read: bool = False  # False: the body was not downloaded (not a type asked for)
     redirects: list["FetchResult"] = field(default_factory=list)  # hops followed before this response
+    sent_headers: dict[str, str] = field(default_factory=dict)  # the request's headers (urllib3 adds Host)
 
     @property
     def content_type(self) -> str:
@@ -196,18 +199,21 @@ _ACCEPT_ENCODING = urllib3.util.make_headers(accept_encoding=True)["accept-encod
 
 
 def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = False,
-          body_types: tuple[str, ...] | None = None, via: HostConnection | None = None) -> FetchResult:
+          body_types: tuple[str, ...] | None = None, via: HostConnection | None = None,
+          conditional: dict[str, str] | None = None) -> FetchResult:
     """GET `url` under the safety contract above.
 
     body_types: when given, the body is read only if the content type is one of them (the
     rest is not downloaded). via: the session's connection to the URL's origin. The
     connection is kept alive for the next request to the host when the body was read to
-    its end.
+    its end. conditional: If-None-Match / If-Modified-Since for a revisit (a 304 answer
+    has no body).
     """
     max_bytes = max_bytes or settings.CRAWLER_MAX_BODY_BYTES
     started = time.monotonic()
     deadline = started + settings.CRAWLER_TOTAL_DEADLINE
-    result = FetchResult(url=url, final_url=url, started_at=time.time())
+    result = FetchResult(url=url, final_url=url, started_at=time.time(),
+                         sent_headers={**request_headers(), **(conditional or {})})
     timeout = urllib3.Timeout(
         connect=settings.CRAWLER_CONNECT_TIMEOUT,
         read=min(settings.CRAWLER_READ_TIMEOUT, settings.CRAWLER_TOTAL_DEADLINE),
@@ -217,7 +223,7 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
         for hop in range(ROBOTS_MAX_REDIRECTS + 1):
             opener = via if via is not None and via.serves(current) else _pool_manager()
             resp = opener.urlopen(
-                "GET", current, headers=request_headers(), redirect=False, retries=False,
+                "GET", current, headers=result.sent_headers, redirect=False, retries=False,
                 preload_content=False, timeout=timeout,
             )
             try:
@@ -229,7 +235,7 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
                 location = result.headers.get("location", "").strip()
                 if follow_redirects and resp.status in REDIRECT_STATUSES and location:
                     if hop == ROBOTS_MAX_REDIRECTS:
-                        result.error, result.error_detail = "redirect_limit", f"more than {hop} redirects"
+                        result.error, result.error_detail = FetchError.REDIRECT_LIMIT, f"more than {hop} redirects"
                         break
                     result.redirects.append(_hop(result))
                     current = urljoin(current, location)
@@ -242,14 +248,14 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
             finally:
                 _finish(resp)
     except BlockedAddress as exc:
-        result.error, result.error_detail = "blocked_address", str(exc)
+        result.error, result.error_detail = FetchError.BLOCKED_ADDRESS, str(exc)
     except urllib3.exceptions.NameResolutionError as exc:
         temporary = dns.is_temporary(exc.__cause__)
-        result.error, result.error_detail = "dns_unavailable" if temporary else "dns", str(exc)[:200]
+        result.error, result.error_detail = FetchError.DNS_UNAVAILABLE if temporary else FetchError.DNS, str(exc)[:200]
     except urllib3.exceptions.NewConnectionError as exc:  # subclasses ConnectTimeoutError!
-        result.error, result.error_detail = "connection", str(exc)[:200]
+        result.error, result.error_detail = FetchError.CONNECTION, str(exc)[:200]
     except (urllib3.exceptions.TimeoutError, socket.timeout, TimeoutError) as exc:
-        result.error, result.error_detail = "timeout", str(exc)[:200]
+        result.error, result.error_detail = FetchError.TIMEOUT, str(exc)[:200]
     except (urllib3.exceptions.ProtocolError, ConnectionError) as exc:
         # urllib3 wraps both a reset mid-way and a response http.client could not parse
         # (bad status line, header line too long, too many headers); tell them apart.
@@ -257,9 +263,9 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
             isinstance(arg, http.client.HTTPException) and not isinstance(arg, http.client.IncompleteRead)
             for arg in getattr(exc, "args", ())
         )
-        result.error, result.error_detail = "protocol" if broken_http else "connection", str(exc)[:200]
+        result.error, result.error_detail = FetchError.PROTOCOL if broken_http else FetchError.CONNECTION, str(exc)[:200]
     except (urllib3.exceptions.HTTPError, http.client.HTTPException, ValueError) as exc:
-        result.error, result.error_detail = "protocol", f"{type(exc).__name__}: {exc}"[:200]
+        result.error, result.error_detail = FetchError.PROTOCOL, f"{type(exc).__name__}: {exc}"[:200]
     result.elapsed = time.monotonic() - started
     return result
 
@@ -288,14 +294,14 @@ def _read_body(resp, max_bytes: int, deadline: float, result: FetchResult) -> by
     chunks, size = [], 0
     while True:
         if time.monotonic() > deadline:
-            result.error = "deadline"
+            result.error = FetchError.DEADLINE
             break
         chunk = resp.read1(READ_CHUNK, decode_content=True)
         if not chunk:
             break
         size += len(chunk)
         if size > max_bytes:
-            result.error = "too_large"
+            result.error = FetchError.TOO_LARGE
             chunks.append(chunk[: len(chunk) - (size - max_bytes)])
             break
         chunks.append(chunk)

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from frontier import service as frontier
 from frontier.robots_state import RobotsVerdict, classify, unreachable
+from frontier.vocabulary import FetchError
 
 from . import archive, http, robotstxt
 
@@ -83,11 +84,11 @@ def fetch(host: frontier.HostView, via: http.HostConnection | None = None
     )
     archive.record(result)
     now = timezone.now()
-    status = result.status if not result.error or result.error in ("too_large", "deadline") else None
+    status = result.status if not result.error or result.error in (FetchError.TOO_LARGE, FetchError.DEADLINE) else None
     # RFC 9309 section 2.2: UTF-8 (a byte-order mark is dropped by robotstxt.parse).
     body = result.body.decode("utf-8", errors="replace") if status and 200 <= status < 300 else ""
     body = body.replace("\x00", "")  # garbage bytes: PostgreSQL text cannot hold NUL
-    if result.error == "dns_unavailable":  # the resolver, not the host: ask again soon
+    if result.error == FetchError.DNS_UNAVAILABLE:  # the resolver, not the host: ask again soon
         ttl = settings.CRAWLER_DNS_NEGATIVE_SECONDS
     elif unreachable(status):
         ttl = settings.CRAWLER_ROBOTS_ERROR_SECONDS

@@ -59,6 +59,7 @@ class IdlePolicy:
 @dataclass
 class RunStats:
     leases: int = 0
+    released: int = 0  # revisits moved back into the queue (continuous mode)
     sessions: int = 0
     requests: int = 0
     connections: int = 0
@@ -68,15 +69,27 @@ class RunStats:
     ended: dict = field(default_factory=dict)
 
 
-def run_embedded(threads: int | None = None, progress=None, max_seconds: float | None = None) -> RunStats:
-    """Crawl in this process until no URL is queued and no session is open (or max_seconds)."""
+def run_embedded(threads: int | None = None, progress=None, max_seconds: float | None = None, *,
+                 continuous: bool = False, stop: threading.Event | None = None) -> RunStats:
+    """Crawl in this process.
+
+    One-shot (default): until nothing is due within CRAWLER_CRAWL_DEFER_AFTER seconds and
+    no session is open; what waits longer (a robots.txt answering 5xx, a long Retry-After,
+    a back-off) is left for a later run (frontier.deferred_work lists it). Continuous:
+    until `stop` is set (or max_seconds), doing beat's work in-process as well: due
+    revisits are released every CRAWLER_RECRAWL_RELEASE_SECONDS and the recrawl plan is
+    solved every CRAWLER_RECRAWL_PLAN_SECONDS."""
     owner = f"embedded-{socket.gethostname()}-{os.getpid()}"
     stats = RunStats()
+    stop = stop or threading.Event()
     started, cpu_started = time.monotonic(), time.process_time()
     engine = SessionEngine(fetch_threads=threads, name="embedded").start()
     idle = IdlePolicy()
+    beat = _InProcessBeat() if continuous else None
     try:
-        while not (max_seconds and time.monotonic() - started > max_seconds):
+        while not stop.is_set() and not (max_seconds and time.monotonic() - started > max_seconds):
+            if beat is not None:
+                stats.released += beat.tick()
             room = min(engine.room(), settings.CRAWLER_DISPATCH_BATCH)
             leases = frontier.lease_ready_hosts(owner, room) if room > 0 else []
             for lease in leases:
@@ -87,9 +100,13 @@ def run_embedded(threads: int | None = None, progress=None, max_seconds: float |
             if leases:
                 idle.reset()
                 continue
-            if room > 0 and engine.idle() and not frontier.has_pending_work():
+            if (beat is None and room > 0 and engine.idle()
+                    and not frontier.has_work_due_within(settings.CRAWLER_CRAWL_DEFER_AFTER)):
                 break
-            engine.wait_for_change(idle.next_wait(frontier.next_due_in(settings.CRAWLER_DISPATCH_IDLE_WAIT_MAX)))
+            wait = idle.next_wait(frontier.next_due_in(settings.CRAWLER_DISPATCH_IDLE_WAIT_MAX))
+            if beat is not None:
+                wait = min(wait, beat.due_in())
+            engine.wait_for_change(wait)
     finally:
         engine.stop()
     stats.sessions, stats.requests = engine.stats.sessions, engine.stats.requests
@@ -98,6 +115,27 @@ def run_embedded(threads: int | None = None, progress=None, max_seconds: float |
     stats.elapsed = time.monotonic() - started
     stats.cpu_seconds = time.process_time() - cpu_started
     return stats
+
+
+class _InProcessBeat:
+    """Beat's recrawl work for the embedded runner: release due URLs, solve the plan."""
+
+    def __init__(self):
+        self.next_release = 0.0
+        self.next_plan = 0.0
+
+    def tick(self) -> int:
+        now, released = time.monotonic(), 0
+        if now >= self.next_plan:
+            self.next_plan = now + settings.CRAWLER_RECRAWL_PLAN_SECONDS
+            frontier.plan_recrawl()
+        if now >= self.next_release:
+            self.next_release = now + settings.CRAWLER_RECRAWL_RELEASE_SECONDS
+            released = frontier.release_due()
+        return released
+
+    def due_in(self) -> float:
+        return max(0.0, min(self.next_release, self.next_plan) - time.monotonic())
 
 
 # --- distributed: the dispatcher ---------------------------------------------------------------

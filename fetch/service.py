@@ -16,6 +16,7 @@ from django.db import transaction
 
 from frontier import service as frontier
 from frontier.outcomes import RETRY_AFTER_STATUSES, FetchReport
+from frontier.vocabulary import FetchError, Observation
 from indexer import service as indexer
 
 from . import archive, http
@@ -23,7 +24,7 @@ from . import archive, http
 # No answer from the server: these count toward the host's circuit breaker. A name that
 # does not exist ("dns") is not among them: that is final enough for the URLs' own
 # retries to run out and dead-letter them, where a tripped breaker would keep them forever.
-NETWORK_FAILURES = frozenset({"timeout", "connection"})
+NETWORK_FAILURES = frozenset({FetchError.TIMEOUT, FetchError.CONNECTION})
 
 
 @dataclass
@@ -34,12 +35,23 @@ class Redirect:
     target: frontier.Candidate | None  # None: no Location header
 
 
+@dataclass(frozen=True)
+class Visit:
+    """What a 2xx response tells the recrawl schedule besides its page."""
+
+    observation: str  # an Observation
+    etag: str = ""
+    last_modified: str = ""
+    started_at: float | None = None  # when the response began (its WARC-Date)
+
+
 @dataclass
 class Results:
     """What some fetches produced, waiting to be stored (one URL's, or a merged group's)."""
 
     reports: list[tuple[FetchReport, int]] = field(default_factory=list)  # (report, attempts)
-    pages: list[tuple[indexer.PreparedPage, frontier.QueuedUrl]] = field(default_factory=list)
+    # Pages to store: new, or changed since the stored copy.
+    pages: list[tuple[indexer.PreparedPage, frontier.QueuedUrl, Visit]] = field(default_factory=list)
     redirects: list[Redirect] = field(default_factory=list)
 
     @property
@@ -58,7 +70,7 @@ def robots_failure(robots_error: str) -> str:
     A refused address is final (the page would be refused too); a network failure keeps
     its name (the admin sees "dns", not a vague "robots"); anything else is "robots.txt
     unavailable". All but the first are retried later, as RFC 9309 asks."""
-    if robots_error in ("blocked_address", "dns", "connection", "timeout"):
+    if robots_error in (FetchError.BLOCKED_ADDRESS, FetchError.DNS, FetchError.CONNECTION, FetchError.TIMEOUT):
         return robots_error
     return "robots_unavailable"
 
@@ -67,23 +79,43 @@ def fetch_one(results: Results, queued: frontier.QueuedUrl,
               via: http.HostConnection | None = None) -> tuple[http.FetchResult, float | None]:
     """Fetch and parse one URL into `results` (no database access). Returns the raw result
     and the Retry-After it asked for (429/503), if any. A failed resolver records
-    nothing: the URL waits."""
+    nothing: the URL waits.
+
+    A revisit is a conditional GET (the validators the last response gave). What it saw
+    is an observation for the change-rate estimate: a 304, or a 200 with the same bytes
+    (both archived as revisit records, nothing parsed or stored), or a 200 whose text is
+    the same or moved only by noise (archived in full; the stored copy, its index entry
+    and its links stay), or a change (stored like a new page)."""
     url_id, url, attempts = queued.id, queued.url, queued.attempts
-    result = http.fetch(url, body_types=indexer.HTML_TYPES, via=via)
-    if result.error == "dns_unavailable":
-        return result, None
-    archived = archive.record(result)  # an OSError (disk full) ends the session: its URLs wait
-    if result.error or result.status is None:
-        results.reports.append((FetchReport(url_id, status=result.status, error=result.error or "no_response"),
-                                attempts))
+    result = http.fetch(url, body_types=indexer.HTML_TYPES, via=via, conditional=conditional_headers(queued))
+    if result.error == FetchError.DNS_UNAVAILABLE:
         return result, None
     status = result.status
+    if status == 304 or (status is not None and 200 <= status < 300 and _same_payload(result, queued)):
+        # an OSError (disk full) ends the session: its URLs wait
+        profile = archive.NOT_MODIFIED if status == 304 else archive.IDENTICAL_PAYLOAD
+        archive.record_revisit(result, profile, queued.payload_at)
+        observation = Observation.NOT_MODIFIED if status == 304 else Observation.UNCHANGED
+        results.reports.append((FetchReport(url_id, status=status, detail=observation, **_observed(result, observation)),
+                                attempts))
+        return result, None
+    archived = archive.record(result)
+    if result.error or status is None:
+        results.reports.append((FetchReport(url_id, status=status, error=result.error or FetchError.NO_RESPONSE),
+                                attempts))
+        return result, None
     if 200 <= status < 300:
         page = indexer.prepare_page(url_id, url, status, result.content_type, result.charset, result.body,
                                     archived=archived)
-        results.pages.append((page, queued))
+        observation = indexer.compare_text(queued.text_hash, queued.simhash, page.fingerprint)
+        if observation in (Observation.UNCHANGED, Observation.NOISE):  # the stored copy stands
+            results.reports.append((FetchReport(url_id, status=status, detail=observation,
+                                                content_hash=page.content_hash, started_at=result.started_at,
+                                                **_observed(result, observation)), attempts))
+        else:
+            results.pages.append((page, queued, Visit(observation, *_validators(result), result.started_at)))
         return result, None
-    if 300 <= status < 400 and status != 304:
+    if 300 <= status < 400:
         location = result.headers.get("location", "").strip()
         target = frontier.Candidate(location, queued.depth, queued.hops + 1, url_id, base=result.url,
                                     scopes=queued.scopes) if location else None
@@ -94,6 +126,34 @@ def fetch_one(results: Results, queued: frontier.QueuedUrl,
         retry_after = parse_retry_after(result.headers.get("retry-after"))
     results.reports.append((FetchReport(url_id, status=status, retry_after=retry_after), attempts))
     return result, retry_after
+
+
+def conditional_headers(queued: frontier.QueuedUrl) -> dict[str, str] | None:
+    """If-None-Match / If-Modified-Since from the last response's validators, when it left
+    a copy to compare with (RFC 9110 section 13.1)."""
+    if not queued.content_hash:
+        return None
+    headers = {}
+    if queued.etag:
+        headers["If-None-Match"] = queued.etag
+    if queued.last_modified:
+        headers["If-Modified-Since"] = queued.last_modified
+    return headers or None
+
+
+def _same_payload(result: http.FetchResult, queued: frontier.QueuedUrl) -> bool:
+    """The whole body arrived and is the one archived last time."""
+    return (bool(queued.content_hash) and result.body_read and not result.error
+            and indexer.content_hash(result.body) == queued.content_hash)
+
+
+def _validators(result: http.FetchResult) -> tuple[str, str]:
+    return result.headers.get("etag", "")[:200], result.headers.get("last-modified", "")[:64]
+
+
+def _observed(result: http.FetchResult, observation: str) -> dict:
+    etag, last_modified = _validators(result)
+    return {"observation": observation, "etag": etag, "last_modified": last_modified}
 
 
 def store(results: Results) -> None:
@@ -113,15 +173,22 @@ def store(results: Results) -> None:
         reports.append((FetchReport(redirect.url_id, status=redirect.status, redirect_outcome=outcome),
                         redirect.attempts))
     links = [frontier.Candidate(link, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes)
-             for page, queued in results.pages for link in page.links]
+             for page, queued, _ in results.pages for link in page.links]
     if links:
         frontier.add_urls(links)
     with transaction.atomic():
-        details = indexer.store_pages([page for page, _ in results.pages])
-        for page, queued in results.pages:
-            reports.append((FetchReport(page.url_id, status=page.status, detail=details[page.url_id],
-                                        content_hash=page.content_hash), queued.attempts))
-        frontier.record_fetches(reports)
+        details = indexer.store_pages([page for page, _, _ in results.pages])
+        for page, queued, visit in results.pages:
+            fingerprint = page.fingerprint
+            reports.append((FetchReport(
+                page.url_id, status=page.status, detail=details[page.url_id], content_hash=page.content_hash,
+                observation=visit.observation, etag=visit.etag, last_modified=visit.last_modified,
+                started_at=visit.started_at,
+                text_hash=fingerprint.text_hash if fingerprint else "", simhash=fingerprint.simhash if fingerprint else None,
+            ), queued.attempts))
+        gone = frontier.record_fetches(reports).gone
+        if gone:  # gone twice in a row: the page leaves the index
+            indexer.remove_pages(gone)
 
 
 def _follow_redirect(target: frontier.Candidate | None) -> str:

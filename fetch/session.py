@@ -35,6 +35,7 @@ from django.utils import timezone
 from frontier import pacing, politeness
 from frontier import service as frontier
 from frontier.outcomes import FetchReport
+from frontier.vocabulary import FetchError
 
 from . import http, robots
 from .service import NETWORK_FAILURES, Results, fetch_one, robots_failure
@@ -150,11 +151,11 @@ class HostSession:
         # was tried, so a cached failure cannot burn its retries (nor can a resolver that
         # is down: that is nobody's fault).
         error = self.host.robots_error
-        if error != "blocked_address":  # a refused host costs no request: no wait
+        if error != FetchError.BLOCKED_ADDRESS:  # a refused host costs no request: no wait
             wait = max(0.0, (self.host.robots_expires_at - timezone.now()).total_seconds())
             self.clock.pause(time.monotonic() + wait, "robots_unavailable")
-        unreachable = error == "dns_unavailable" or (self.probing and error in NETWORK_FAILURES)
-        if (refreshed and not unreachable) or error == "blocked_address":
+        unreachable = error == FetchError.DNS_UNAVAILABLE or (self.probing and error in NETWORK_FAILURES)
+        if (refreshed and not unreachable) or error == FetchError.BLOCKED_ADDRESS:
             results = Results()
             for queued in self.urls:
                 results.reports.append((FetchReport(queued.id, error=robots_failure(error)), queued.attempts))
@@ -192,7 +193,7 @@ class HostSession:
             self.clock.response(end, result.elapsed, result.status, retry_after)
         elif result.error in NETWORK_FAILURES:
             self.clock.network_failure(end, result.elapsed, result.error)
-        elif result.error == "dns_unavailable":
+        elif result.error == FetchError.DNS_UNAVAILABLE:
             self.clock.resolver_failed(end)
         else:
             self.clock.request_failed(end)
@@ -285,7 +286,7 @@ def fetch(session: HostSession, queued: frontier.QueuedUrl) -> str | End:
     results = Results()
     result, retry_after = fetch_one(results, queued, via=session.connection)
     session._saw(result, retry_after)
-    if result.error == "dns_unavailable":  # nothing recorded: the URL waits for the resolver
+    if result.error == FetchError.DNS_UNAVAILABLE:  # nothing recorded: the URL waits for the resolver
         return End("dns_unavailable")
     if session.probing and result.error in NETWORK_FAILURES:
         return End("breaker")  # still down: the URL waits, uncharged

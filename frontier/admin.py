@@ -13,7 +13,18 @@ from django.utils.html import format_html
 from crawlerweb.paging import CappedCountPaginator
 
 from . import service
-from .models import CrawlLimits, CrawlScope, DeadLetter, ExcludedDomain, Host, ScopeKind, Seed, ServerAddress, Url
+from .models import (
+    CrawlLimits,
+    CrawlScope,
+    DeadLetter,
+    ExcludedDomain,
+    Host,
+    RecrawlPlan,
+    ScopeKind,
+    Seed,
+    ServerAddress,
+    Url,
+)
 from .robots_state import VERDICT_FILTERS, RobotsVerdict
 
 
@@ -117,11 +128,24 @@ class ServerAddressAdmin(BigTableAdmin):
 
 @admin.register(Url)
 class UrlAdmin(BigTableAdmin):
-    list_display = ("url", "state", "outcome", "last_status", "depth", "attempts", "next_fetch_at", "last_fetched_at")
-    list_filter = ("state", StatusFilter, HostFilter)
+    list_display = ("url", "state", "outcome", "last_status", "depth", "attempts", "backoff_level", "next_fetch_at",
+                    "last_fetched_at", "last_observation", "change_rate")
+    list_filter = ("state", "last_observation", StatusFilter, HostFilter)
     search_fields = ("=url_hash", "url")
     raw_id_fields = ("host", "referrer")
-    readonly_fields = ("url_hash", "created_at")
+    readonly_fields = ("url_hash", "created_at", "etag", "last_modified", "content_hash", "payload_at", "text_hash",
+                       "simhash", "last_observation", "observed_at", "last_change_at", "observations", "change_stats",
+                       "change_rate", "recrawl_interval", "backoff_level")
+    fieldsets = (
+        (None, {"fields": ("url", "url_hash", "host", "depth", "redirect_hops", "priority", "scopes", "referrer",
+                           "created_at")}),
+        ("Fetching", {"fields": ("state", "outcome", "attempts", "backoff_level", "next_fetch_at", "last_status",
+                                 "last_fetched_at")}),
+        ("Revisits", {"description": "what visits saw and when the next is planned (frontier/recrawl.py)",
+                      "fields": ("last_observation", "observed_at", "last_change_at", "observations", "change_rate",
+                                 "recrawl_interval", "change_stats", "etag", "last_modified", "content_hash",
+                                 "payload_at", "text_hash", "simhash")}),
+    )
 
 
 class SeedForm(forms.ModelForm):
@@ -286,3 +310,19 @@ class DeadLetterAdmin(BigTableAdmin):
     def requeue(self, request, queryset):
         n = service.requeue_dead_letters(queryset.values_list("id", flat=True))
         messages.success(request, f"{n} URLs requeued")
+
+
+@admin.register(RecrawlPlan)
+class RecrawlPlanAdmin(admin.ModelAdmin):
+    """The recrawl plan is derived (beat solves it): shown, never edited."""
+
+    list_display = ("__str__", "price", "pages", "solved_at", "released_total", "released_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -21,6 +21,7 @@ from .limits import current_limits
 from .models import CrawlScope, Host, Seed, Url, UrlState
 from .normalize import InvalidUrl, normalize
 from .scope import ScopeSpec
+from .vocabulary import Rejection
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
                 cand = dataclasses.replace(cand, scopes=scope.widened_for_redirect(cand.scopes, norm, limits.version))
             else:
                 out_of_scope[int(cand.scopes.split(",", 1)[0])] += 1
-                result.reject("out_of_scope")
+                result.reject(Rejection.OUT_OF_SCOPE)
                 continue
         key = norm.url_hash
         positions[key].append(len(result.verdicts))
@@ -126,8 +127,8 @@ def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
         allowed = max(0, limits.max_urls_per_host - url_count)
         for url_hash, norm, cand in items[allowed:]:
             for position in positions[url_hash]:
-                result.rejected["host_quota"] = result.rejected.get("host_quota", 0) + 1
-                result.verdicts[position] = "rejected:host_quota"
+                result.rejected[Rejection.HOST_QUOTA] = result.rejected.get(Rejection.HOST_QUOTA, 0) + 1
+                result.verdicts[position] = f"rejected:{Rejection.HOST_QUOTA}"
         for url_hash, norm, cand in items[:allowed]:
             rows.append(
                 Url(

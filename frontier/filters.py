@@ -1,6 +1,6 @@
 """Admission rules for a candidate URL: the reasons a URL never enters the frontier.
 
-Each rule returns a short reason string (it becomes a rejection count in the crawl summary
+Each rule returns a Rejection (frontier/vocabulary.py) (it becomes a rejection count in the crawl summary
 and in API answers) or None when the URL may enter.
 """
 
@@ -8,19 +8,20 @@ import re
 
 from .limits import Limits
 from .normalize import NormalUrl
+from .vocabulary import Rejection
 
 
 def rejection_reason(url: NormalUrl, depth: int, hops: int, limits: Limits) -> str | None:
     if len(url.url) > limits.url_length_limit:
-        return "url_too_long"
+        return Rejection.URL_TOO_LONG
     if limits.is_excluded(url.host):
-        return "excluded_domain"
+        return Rejection.EXCLUDED_DOMAIN
     if depth > limits.depth_limit:
-        return "depth_limit"
+        return Rejection.DEPTH_LIMIT
     if hops > limits.max_redirects:
-        return "redirect_limit"
+        return Rejection.REDIRECT_LIMIT
     if _REPEATED_SEGMENTS.search(url.url, len(url.origin)):
-        return "trap_repeated_segments"
+        return Rejection.TRAP_REPEATED_SEGMENTS
     return None
 
 

@@ -78,6 +78,7 @@ class UrlState(models.TextChoices):
     HTTP_ERROR = "http_error", "other 4xx"
     ROBOTS_BLOCKED = "robots_blocked", "blocked by robots.txt"
     EXCLUDED = "excluded", "excluded by an admin"
+    BACKOFF = "backoff", "backing off (retries spent: 1, 2, 4, 8 weeks)"
     FAILED = "failed", "failed (dead letter)"
 
 
@@ -96,7 +97,26 @@ class Url(models.Model):
     next_fetch_at = models.DateTimeField(default=timezone.now)
     last_status = models.SmallIntegerField(null=True, blank=True)
     last_fetched_at = models.DateTimeField(null=True, blank=True)
-    content_hash = models.CharField(max_length=64, blank=True, default="")
+    content_hash = models.CharField(max_length=64, blank=True, default="",
+                                    help_text="SHA-256 of the last full 2xx response archived")
+    # Revisits (frontier/recrawl.py). Validators echoed as If-None-Match / If-Modified-Since.
+    etag = models.CharField(max_length=200, blank=True, default="")
+    last_modified = models.CharField(max_length=64, blank=True, default="", help_text="as the server sent it")
+    payload_at = models.DateTimeField(null=True, blank=True, help_text="when the response content_hash names "
+                                      "arrived (what a WARC revisit record refers to)")
+    text_hash = models.CharField(max_length=32, blank=True, default="", help_text="hash of the normalized text")
+    simhash = models.BigIntegerField(null=True, blank=True, help_text="64-bit SimHash of the text")
+    last_observation = models.CharField(max_length=16, blank=True, default="",
+                                        help_text="what the last visit saw: first, not_modified, unchanged, "
+                                        "noise, changed")
+    last_change_at = models.DateTimeField(null=True, blank=True, help_text="last visit that saw a change")
+    observed_at = models.DateTimeField(null=True, blank=True, help_text="last visit that saw the page (2xx, 304)")
+    observations = models.IntegerField(default=0, help_text="revisits that observed change or no change")
+    change_stats = models.TextField(blank=True, default="", help_text="what the change-rate estimator needs "
+                                    "(frontier/changerate.py): a bounded summary, not a history")
+    change_rate = models.FloatField(null=True, blank=True, help_text="estimated changes per day")
+    recrawl_interval = models.FloatField(null=True, blank=True, help_text="seconds to the next planned visit")
+    backoff_level = models.SmallIntegerField(default=0, help_text="steps taken on the failure back-off ladder")
     # The scopes this URL was found under, "3" or "3,7" ("" = unscoped: the open web).
     # Its links are admitted if one of them allows them (frontier/scope.py).
     scopes = models.CharField(max_length=64, blank=True, default="")
@@ -216,6 +236,27 @@ def _forget_local_snapshot():
     from .limits import forget_cached_limits
 
     forget_cached_limits()
+
+
+class RecrawlPlan(models.Model):
+    """The one row of the recrawl plan (frontier/recrawl.py): the budget's price, solved
+    from every URL's estimate by beat, and the release task's budget account."""
+
+    price = models.FloatField(default=0.0, help_text="Lagrange multiplier of the budget (0: budget to spare)")
+    explore_freq = models.FloatField(default=0.0, help_text="revisits per second of a page being explored")
+    budget = models.FloatField(default=0.0, help_text="revisits per second allowed")
+    planned = models.FloatField(default=0.0, help_text="revisits per second the plan spends")
+    pages = models.BigIntegerField(default=0, help_text="pages the plan covers")
+    solved_at = models.DateTimeField(null=True, blank=True)
+    credit = models.FloatField(default=0.0, help_text="revisits the release task may still send")
+    released_at = models.DateTimeField(null=True, blank=True)
+    released_total = models.BigIntegerField(default=0)
+
+    class Meta:
+        verbose_name = "recrawl plan"
+
+    def __str__(self):
+        return f"recrawl plan: {self.planned * 86400:.0f} of {self.budget * 86400:.0f} revisits/day"
 
 
 class DeadLetter(models.Model):

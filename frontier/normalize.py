@@ -32,6 +32,8 @@ from typing import NamedTuple
 
 import ada_url
 
+from .vocabulary import Rejection
+
 DEFAULT_PORTS = {"http": 80, "https": 443}
 _ESCAPE_OR_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})?")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
@@ -98,21 +100,21 @@ def _normalize_cached(url: str, base: str | None) -> "NormalUrl | InvalidUrl":
 
 def _normalize(url: str, base: str | None) -> NormalUrl:
     if not base and not url.strip(_STRIP):
-        raise InvalidUrl("empty")
+        raise InvalidUrl(Rejection.EMPTY)
     try:
         href = ada_url.join_url(base, url) if base else ada_url.normalize_url(url)
     except ValueError:  # also for strings that are no valid UTF-8 (lone surrogates)
-        raise InvalidUrl("unparsable") from None
+        raise InvalidUrl(Rejection.UNPARSABLE) from None
     scheme, sep, rest = href.partition("://")
     if scheme not in DEFAULT_PORTS or not sep:
-        raise InvalidUrl("scheme")
+        raise InvalidUrl(Rejection.SCHEME)
     # A special URL's serialization: authority, then a path that starts with "/", then
     # ?query and #fragment. "#" and "?" inside path and query are always escaped.
     rest = rest.partition("#")[0]
     slash = rest.find("/")
     authority, rest = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
     if "@" in authority:
-        raise InvalidUrl("credentials")
+        raise InvalidUrl(Rejection.CREDENTIALS)
     host, port = _split_authority(authority)
     path, has_query, query = rest.partition("?")
     clean_path = _SESSION_PATH_PARAM.sub("", path) if ";" in path else path
@@ -136,9 +138,9 @@ def _split_authority(authority: str) -> tuple[str, str]:
     host, _, port = authority.partition(":")
     host = host[:-1] if host.endswith(".") else host
     if not host or len(host) > 253 or not _DNS_NAME.match(host):
-        raise InvalidUrl("host")
+        raise InvalidUrl(Rejection.HOST)
     if "xn--" in host and any(_bad_punycode(label) for label in host.split(".")):
-        raise InvalidUrl("host")
+        raise InvalidUrl(Rejection.HOST)
     return host, port
 
 

@@ -1,6 +1,9 @@
 """Progress: where the crawl stands (is there work, when is the next, the summary)."""
 
-from django.db.models import Count, Exists, OuterRef, Q
+from datetime import timedelta
+
+from django.db.models import Count, Exists, Min, OuterRef, Q, Sum
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from .admission import scope_summary
@@ -14,6 +17,34 @@ def has_pending_work() -> bool:
         Url.objects.filter(state=UrlState.QUEUED).exists()
         or Host.objects.filter(leased_until__gt=now).exists()
     )
+
+
+def has_work_due_within(seconds: float) -> bool:
+    """True while a host is leased or a queued URL may be fetched within `seconds` (its own
+    time and its host's have both come): what keeps a one-shot crawl running. Work due
+    later is deferred (deferred_work) and a later crawl picks it up."""
+    now = timezone.now()
+    soon = now + timedelta(seconds=seconds)
+    return (Host.objects.filter(leased_until__gt=now).exists()
+            or Url.objects.filter(state=UrlState.QUEUED, next_fetch_at__lte=soon, host__next_fetch_at__lte=soon).exists())
+
+
+def deferred_work(limit: int = 20) -> list[dict]:
+    """What waits: queued URLs by their last outcome (a retry, robots.txt unavailable, a
+    Retry-After…) and URLs on the failure back-off ladder, each group with its size and
+    when its first URL is due (its own time or its host's, whichever is later)."""
+    due = Greatest("next_fetch_at", "host__next_fetch_at")
+    groups = [
+        {"state": UrlState.QUEUED.value, "reason": outcome or "new", "urls": n, "due": first}
+        for outcome, n, first in Url.objects.filter(state=UrlState.QUEUED).annotate(due=due)
+        .values("outcome").annotate(n=Count("id"), first=Min("due")).values_list("outcome", "n", "first")
+    ]
+    groups += [
+        {"state": UrlState.BACKOFF.value, "reason": outcome, "urls": n, "due": first}
+        for outcome, n, first in Url.objects.filter(state=UrlState.BACKOFF).values("outcome")
+        .annotate(n=Count("id"), first=Min("next_fetch_at")).values_list("outcome", "n", "first")
+    ]
+    return sorted(groups, key=lambda g: (g["due"], g["reason"]))[:limit]
 
 
 def next_due_in(max_wait: float) -> float:
@@ -49,5 +80,18 @@ def crawl_summary() -> dict:
         "hosts": Host.objects.count(),
         "hosts_leased": Host.objects.filter(leased_until__gt=now).count(),
         "dead_letters": DeadLetter.objects.count(),
+        "recrawl": recrawl_summary(),
         "scope": scope_summary(),
+    }
+
+
+def recrawl_summary() -> dict:
+    """What revisits saw: observations made in all, and URLs by what their last visit saw."""
+    last = dict(Url.objects.exclude(last_observation="").values_list("last_observation").annotate(n=Count("id")))
+    return {
+        "observations": Url.objects.aggregate(n=Sum("observations"))["n"] or 0,
+        "by_last_observation": dict(sorted(last.items())),
+        "changed": last.get("changed", 0),
+        "not_modified": last.get("not_modified", 0),
+        "backoff": Url.objects.filter(state=UrlState.BACKOFF).count(),
     }

@@ -6,14 +6,17 @@ another worker's is ignored.
 """
 
 from datetime import datetime
+from datetime import timezone as dt_timezone
 from typing import Iterable, NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from . import recrawl
 from .models import DeadLetter, Host, Url, UrlState
 from .outcomes import FetchReport, next_state
+from .vocabulary import Observation
 
 # Sitemap URLs kept per host at most (a robots.txt may list thousands).
 MAX_SITEMAPS = 100
@@ -35,16 +38,23 @@ class QueuedUrl(NamedTuple):
     hops: int
     attempts: int
     scopes: str  # the key its links are judged by (frontier.scope)
+    # What a revisit compares with (empty on a first visit):
+    etag: str = ""  # validators for a conditional GET
+    last_modified: str = ""
+    content_hash: str = ""  # the last full response archived, received at payload_at
+    payload_at: datetime | None = None
+    text_hash: str = ""  # the stored copy's text fingerprint (indexer/fingerprint.py)
+    simhash: int | None = None
+
+
+_QUEUED_FIELDS = ("id", "url", "depth", "redirect_hops", "attempts", "scopes", "etag", "last_modified",
+                  "content_hash", "payload_at", "text_hash", "simhash")
 
 
 def queued_urls(url_ids: list[int]) -> list[QueuedUrl]:
     """Those of the URLs still queued, in the given order."""
-    rows = {
-        r[0]: QueuedUrl(*r)
-        for r in Url.objects.filter(id__in=url_ids, state=UrlState.QUEUED).values_list(
-            "id", "url", "depth", "redirect_hops", "attempts", "scopes"
-        )
-    }
+    rows = {r[0]: QueuedUrl(*r) for r in
+            Url.objects.filter(id__in=url_ids, state=UrlState.QUEUED).values_list(*_QUEUED_FIELDS)}
     return [rows[i] for i in url_ids if i in rows]
 
 
@@ -54,57 +64,87 @@ def record_fetch(report: FetchReport, attempts: int) -> str | None:
     return record_fetches([(report, attempts)])[report.url_id]
 
 
-# One statement shape for every result, so a whole batch goes in one executemany.
-# CASE keeps last_status/last_fetched_at/content_hash when the report carries none.
-_RECORD_SQL = """UPDATE frontier_url SET state = %s, outcome = %s, attempts = %s, next_fetch_at = %s,
-    last_status = CASE WHEN %s THEN %s ELSE last_status END,
-    last_fetched_at = CASE WHEN %s THEN %s ELSE last_fetched_at END,
-    content_hash = CASE WHEN %s THEN %s ELSE content_hash END
-    WHERE id = %s AND state = 'queued'"""
+class Recorded(dict):
+    """url id -> new state (None: no longer queued, when known); `gone` lists the URLs
+    found gone twice in a row, whose pages leave the index."""
+
+    gone: list[int]
 
 
-def record_fetches(results: list[tuple[FetchReport, int]]) -> dict[int, str | None]:
+# What a result may change on a URL row: read before, written back whole, in one
+# statement shape for every result so a batch goes in one executemany.
+_WRITTEN = ("state", "outcome", "attempts", "next_fetch_at", "last_status", "last_fetched_at", "content_hash",
+            "payload_at", "etag", "last_modified", "text_hash", "simhash", "last_observation", "last_change_at",
+            "observed_at", "observations", "change_stats", "change_rate", "recrawl_interval", "backoff_level")
+_READ = tuple(dict.fromkeys(recrawl.ROW_FIELDS + _WRITTEN))
+_RECORD_SQL = (f"UPDATE {Url._meta.db_table} SET " + ", ".join(f"{name} = %s" for name in _WRITTEN)
+               + " WHERE id = %s AND state = 'queued'")
+_DATETIMES = frozenset({"next_fetch_at", "last_fetched_at", "payload_at", "last_change_at", "observed_at"})
+
+
+def record_fetches(results: list[tuple[FetchReport, int]]) -> Recorded:
     """Apply a batch of fetch results (report, attempts before it) in one transaction.
 
     Returns url id -> new state. A URL that was no longer queued (its lease had expired
-    and another worker recorded it first) is left alone; its state is then reported as
-    None only when it is the single result (the per-row count of a batch is not known).
+    and another worker recorded it first) is left alone (state None).
     """
+    recorded = Recorded()
+    recorded.gone = []
     if not results:
-        return {}
+        return recorded
     now = timezone.now()
     adapt = connection.ops.adapt_datetimefield_value
-    now_db = adapt(now)
-    rows, states, dead = [], {}, []
-    for report, attempts in results:
-        t = next_state(
-            report, attempts, now,
-            max_attempts=settings.CRAWLER_MAX_ATTEMPTS, retry_base=settings.CRAWLER_RETRY_BASE_DELAY,
-        )
-        fetched = report.status is not None or bool(report.error)
-        rows.append((
-            t.state, t.outcome[:40], t.attempts, adapt(t.next_fetch_at),
-            fetched, report.status, fetched, now_db, bool(report.content_hash), report.content_hash,
-            report.url_id,
-        ))
-        states[report.url_id] = str(t.state)
-        if t.dead_letter:
-            dead.append((report, t))
-    with transaction.atomic(), connection.cursor() as cursor:
-        if len(rows) == 1:
-            cursor.execute(_RECORD_SQL, rows[0])
-            if cursor.rowcount == 0:
-                return {results[0][0].url_id: None}
-        else:
-            cursor.executemany(_RECORD_SQL, rows)
+    with transaction.atomic():
+        rows = {r["id"]: r for r in Url.objects.filter(id__in=[report.url_id for report, _ in results],
+                                                       state=UrlState.QUEUED).values(*_READ)}
+        params, dead = [], []
+        for report, attempts in results:
+            row = rows.get(report.url_id)
+            if row is None:
+                recorded[report.url_id] = None
+                continue
+            before_status = row["last_status"]
+            t = next_state(report, attempts, now, max_attempts=settings.CRAWLER_MAX_ATTEMPTS,
+                           retry_base=settings.CRAWLER_RETRY_BASE_DELAY, backoff_level=row["backoff_level"],
+                           backoff=tuple(settings.CRAWLER_FAILURE_BACKOFF))
+            _apply(row, report, t, now)
+            if t.state == UrlState.GONE and before_status in (404, 410):
+                recorded.gone.append(report.url_id)  # its page leaves the index: if it comes back,
+                row.update(content_hash="", text_hash="", simhash=None, etag="", last_modified="")  # it is new
+            params.append([adapt(row[name]) if name in _DATETIMES else row[name] for name in _WRITTEN]
+                          + [report.url_id])
+            recorded[report.url_id] = str(t.state)
+            if t.dead_letter:
+                dead.append((report, t))
+        with connection.cursor() as cursor:
+            cursor.executemany(_RECORD_SQL, params)
         for report, t in dead:
-            if not Url.objects.filter(id=report.url_id, state=UrlState.FAILED).exists():
-                continue  # the update above did not apply to this row
             DeadLetter.objects.update_or_create(
                 url_id=report.url_id,
                 defaults=dict(reason=t.outcome, last_status=report.status, attempts=t.attempts),
             )
-    return states
+    return recorded
+
+
+def _apply(row: dict, report: FetchReport, t, now: datetime) -> None:
+    """Change the URL row (a dict of its columns) as the result and its transition say."""
+    before = recrawl.Before(*(row[name] for name in recrawl.ROW_FIELDS))
+    row.update(state=str(t.state), outcome=str(t.outcome)[:40], attempts=t.attempts, next_fetch_at=t.next_fetch_at,
+               backoff_level=t.backoff_level)
+    if report.status is not None or report.error:
+        row.update(last_status=report.status, last_fetched_at=now)
+    if report.content_hash:  # a full response was archived: what a later revisit refers to
+        received = datetime.fromtimestamp(report.started_at, dt_timezone.utc) if report.started_at else now
+        row.update(content_hash=report.content_hash, payload_at=received)
+    if report.text_hash:  # a page was stored: the copy later visits compare with
+        row.update(text_hash=report.text_hash, simhash=report.simhash)
+    if t.state == UrlState.FETCHED:
+        if report.status != 304 or report.etag or report.last_modified:
+            row.update(etag=report.etag, last_modified=report.last_modified)
+        observation = report.observation or Observation.FIRST
+        row.update(recrawl.after_visit(before, observation, report.last_modified, now))
+    elif t.state in recrawl.RECHECKED:
+        row["next_fetch_at"] = recrawl.recheck_at(now)
 
 
 def requeue_dead_letters(dead_letter_ids: Iterable[int]) -> int:

@@ -42,8 +42,9 @@ from .leases import (
     renew_leases,
 )
 from .limits import current_limits
-from .progress import crawl_summary, has_pending_work, next_due_in
+from .progress import crawl_summary, deferred_work, has_pending_work, has_work_due_within, next_due_in
 from .records import QueuedUrl, queued_urls, record_fetch, record_fetches, requeue_dead_letters, save_robots
+from .recrawl import due_counts, plan_recrawl, release_due
 from .scope import InvalidScope, ScopeSpec, parse_spec
 from .stats import dead_letter_count, host_figures, recent_errors, top_hosts, url_figures
 
@@ -63,6 +64,8 @@ __all__ = [
     # records
     "QueuedUrl", "queued_urls", "record_fetch", "record_fetches", "requeue_dead_letters", "save_robots",
     # progress and figures
-    "crawl_summary", "has_pending_work", "next_due_in",
+    "crawl_summary", "deferred_work", "has_pending_work", "has_work_due_within", "next_due_in",
+    # recrawl
+    "release_due", "plan_recrawl", "due_counts",
     "dead_letter_count", "host_figures", "recent_errors", "top_hosts", "url_figures",
 ]

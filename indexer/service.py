@@ -17,6 +17,7 @@ from django.conf import settings
 from django.db import transaction
 
 from .backends import get_search_backend
+from .fingerprint import Fingerprint, compare, fingerprint
 from .models import ContentFingerprint, Document
 from .parse import ParsedPage, parse_html
 
@@ -39,6 +40,7 @@ class PreparedPage:
     size: int
     parsed: ParsedPage | None  # None when the body is not HTML
     archived: tuple[str, int, int] | None = None  # the raw response's WARC (file, offset, length)
+    fingerprint: Fingerprint | None = None  # of the extracted text (None: not HTML)
 
     @property
     def links(self) -> list[str]:
@@ -74,7 +76,27 @@ def prepare_page(url_id: int, url: str, status: int, content_type: str, charset:
             body, url, charset,
             max_links=settings.CRAWLER_MAX_LINKS_PER_PAGE, max_chars=settings.CRAWLER_MAX_INDEX_CHARS,
         )
-    return PreparedPage(url_id, url, status, content_type, content_hash(body), len(body), parsed, archived)
+    text = fingerprint(parsed.title, parsed.headings, parsed.text) if parsed is not None else None
+    return PreparedPage(url_id, url, status, content_type, content_hash(body), len(body), parsed, archived, text)
+
+
+def compare_text(old_hash: str, old_simhash: int | None, new: Fingerprint | None) -> str:
+    """What a revisit saw of the text (an Observation): first, unchanged, noise or changed.
+    Noise is a text change of at most CRAWLER_CHANGE_SIMHASH_THRESHOLD SimHash bits."""
+    if new is None:
+        return "first"
+    return compare(old_hash, old_simhash, new, settings.CRAWLER_CHANGE_SIMHASH_THRESHOLD)[0]
+
+
+def remove_pages(url_ids: list[int]) -> int:
+    """Take the documents of these URLs out of the index (the pages are gone); the rows
+    stay as the record of what was there. Returns how many left the index."""
+    with transaction.atomic():
+        indexed = list(Document.objects.filter(url_id__in=url_ids, indexed=True).values_list("id", flat=True))
+        if indexed:
+            get_search_backend().delete(indexed)
+            Document.objects.filter(id__in=indexed).update(indexed=False)
+    return len(indexed)
 
 
 def store_pages(pages: list[PreparedPage]) -> dict[int, str]:

@@ -35,6 +35,7 @@ def robots_503(settings):
     settings.CRAWLER_ROBOTS_ERROR_SECONDS = 0.3
     settings.CRAWLER_RETRY_BASE_DELAY = 0.01  # far shorter than the robots retry on purpose
     settings.CRAWLER_MAX_ATTEMPTS = 3
+    settings.CRAWLER_FAILURE_BACKOFF = []  # dead-letter once the short retries are spent
     settings.CRAWLER_DEFAULT_DELAY = 0
     settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0  # both URLs in one lease
     srv, hits, origin = serve(503)
@@ -155,7 +156,7 @@ def test_a_group_that_cannot_be_written_is_written_again_host_by_host(settings):
             results = fetch_service.Results()
             fetch_service.fetch_one(results, queued)
             items.append(UrlsDone(lease.host_id, results))
-        page, _ = items[1].results.pages[0]
+        page, _, _ = items[1].results.pages[0]
         page.url_id = Url.objects.order_by("-id").values_list("id", flat=True).first() + 1000
         released = []
         writer = Writer(interval=5.0, group_pages=64, on_release=released.append)  # both in one group

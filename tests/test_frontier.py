@@ -102,6 +102,7 @@ def test_it_takes_back_an_expired_lease():
 @pytest.mark.django_db
 def test_it_records_a_result_once_and_dead_letters_after_max_attempts(settings):
     settings.CRAWLER_MAX_ATTEMPTS = 2
+    settings.CRAWLER_FAILURE_BACKOFF = []  # no back-off ladder (tests/test_recrawl.py has it)
     service.add_urls([Candidate("http://a.test/")])
     url = Url.objects.get()
     assert service.record_fetch(FetchReport(url.id, status=500), 0) == UrlState.QUEUED

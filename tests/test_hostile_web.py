@@ -33,11 +33,11 @@ EXPECTED = {
     "/bomb-gzip": ("failed", "too_large"),
     "/bomb-deflate": ("failed", "too_large"),
     "/bomb-br": ("failed", "too_large"),
-    "/slow-drip": ("failed", "deadline"),
-    "/huge-header": ("failed", "protocol"),
-    "/endless-headers": ("failed", "protocol"),
-    "/bad-status": ("failed", "protocol"),
-    "/reset-mid-body": ("failed", "connection"),
+    "/slow-drip": ("backoff", "deadline"),  # retried; tried again in a week
+    "/huge-header": ("backoff", "protocol"),  # retried; tried again in a week
+    "/endless-headers": ("backoff", "protocol"),  # retried; tried again in a week
+    "/bad-status": ("backoff", "protocol"),  # retried; tried again in a week
+    "/reset-mid-body": ("backoff", "connection"),  # retried; tried again in a week
     "/loop/a": ("redirected", "redirect"),
     "/loop/b": ("redirected", "redirect_known"),
     "/chain/0": ("redirected", "redirect"),
@@ -112,12 +112,13 @@ def test_memory_stays_bounded_despite_bombs_and_endless_bodies(crawled):
     assert growth_mib < 256
 
 
-def test_transient_failures_are_retried_then_dead_lettered(crawled):
+def test_transient_failures_are_retried_then_backed_off(crawled):
     web, _, _ = crawled
     for path in RETRIED:
         url = row(web.url(path))
-        assert url.attempts == 2 and web.requests_for(path) == 2, path
-        assert DeadLetter.objects.filter(url=url).exists(), path
+        assert web.requests_for(path) == 2, path  # the short retries, then a week's wait
+        assert (url.state, url.backoff_level, url.attempts) == ("backoff", 1, 0), path
+        assert not DeadLetter.objects.filter(url=url).exists(), path
     # permanent outcomes are not retried
     assert web.requests_for("/bomb-gzip") == 1 and web.requests_for("/big-length") == 1
 
@@ -152,9 +153,10 @@ def test_robots_txt_misbehaviour(crawled):
     # larger than 500 KiB: the first 500 KiB are obeyed, the rest never read
     assert row(web.url("/early/1", "robots_huge")).state == "robots_blocked"
     assert row(web.url("/late/1", "robots_huge")).state == "fetched"
-    # 5xx: disallow all, retried later, the URL charged once per real robots.txt try
+    # 5xx: disallow all, retried later, the URL charged once per real robots.txt try, then
+    # tried again in a week
     assert (row(web.url("/ok", "robots_503")).state, row(web.url("/ok", "robots_503")).outcome) == (
-        "failed", "robots_unavailable")
+        "backoff", "robots_unavailable")
     assert web.requests_for("/ok", "robots_503") == 0
     # 4xx: allow all
     assert row(web.url("/ok", "robots_404")).state == "fetched"
@@ -171,7 +173,7 @@ def test_odd_urls_are_normalized_or_refused(crawled):
     web, _, _ = crawled
     links = odd_links(web.base["main"], web.base["trap"])
     idn = Url.objects.get(url="http://xn--bcher-kva.example/")  # IDNA, then DNS said no such name
-    assert (idn.state, idn.outcome) == ("failed", "dns")
+    assert (idn.state, idn.outcome) == ("backoff", "dns")  # a week later, the name may exist
     assert not Url.objects.filter(url__contains="secret").exists()  # credentials refused
     assert not Url.objects.filter(url__contains="x" * 3000).exists()  # too long
     assert not Url.objects.filter(url__contains="/a/b/a/b/").exists()  # repeated segments

@@ -12,7 +12,7 @@ NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 @pytest.mark.parametrize("report, attempts, state, outcome, wait, dead", [
     (FetchReport(1, status=200, detail="indexed"), 0, "fetched", "indexed", 0, False),
     (FetchReport(1, status=204), 0, "fetched", "ok", 0, False),
-    (FetchReport(1, status=304), 0, "fetched", "unchanged", 0, False),
+    (FetchReport(1, status=304), 0, "fetched", "not_modified", 0, False),
     (FetchReport(1, status=301, redirect_outcome="redirect"), 0, "redirected", "redirect", 0, False),
     (FetchReport(1, status=302, redirect_outcome="redirect_refused:redirect_limit"), 0, "redirected",
      "redirect_refused:redirect_limit", 0, False),

@@ -1,8 +1,11 @@
 import json
+import signal
 import sys
+import threading
 import time
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 from tqdm import tqdm
 
 from fetch import archive
@@ -14,9 +17,11 @@ from indexer.service import document_counts
 
 class Command(BaseCommand):
     help = (
-        "Embedded crawl: seed the given URLs and crawl in-process with a thread pool until "
-        "nothing is due and nothing is in flight, then print a summary. By default only the "
-        "seeds' hosts are crawled (--scope)."
+        "Embedded crawl: seed the given URLs and crawl in-process until nothing is due within "
+        "CRAWLER_CRAWL_DEFER_AFTER seconds and nothing is in flight, then print a summary and "
+        "what was deferred (a later `crawl` without URLs resumes it). --continuous keeps "
+        "crawling and recrawling until stopped (Ctrl-C). By default only the seeds' hosts are "
+        "crawled (--scope)."
     )
 
     def add_arguments(self, parser):
@@ -26,6 +31,9 @@ class Command(BaseCommand):
                             help="fetch threads (default CRAWLER_FETCH_THREADS); hosts in flight are "
                                  "up to CRAWLER_SESSIONS_PER_PROCESS whatever this is")
         parser.add_argument("--max-seconds", type=float, default=None, help="stop after this long")
+        parser.add_argument("--continuous", action="store_true",
+                            help="keep crawling and recrawling changed pages until stopped (Ctrl-C), "
+                                 "with a status line")
         parser.add_argument("--no-progress", action="store_true")
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
@@ -34,8 +42,10 @@ class Command(BaseCommand):
             seeded = frontier.add_seeds(options["urls"], scope_from_options(options))
             if not seeded.admitted and not seeded.known:
                 raise CommandError(f"no seed was accepted: {seeded.rejected}")
-        elif not frontier.has_pending_work():
+        elif not options["continuous"] and not frontier.has_pending_work():
             raise CommandError("nothing to crawl: give seed URLs")
+        if options["continuous"]:
+            return self._continuous(options)
 
         bar = None
         if not options["no_progress"]:
@@ -56,6 +66,7 @@ class Command(BaseCommand):
 
         stats = run_embedded(threads=options["threads"], progress=progress, max_seconds=options["max_seconds"])
         summary = frontier.crawl_summary()
+        summary["deferred"] = [dict(group, due=group["due"].isoformat()) for group in frontier.deferred_work()]
         if bar is not None:
             bar.total = summary["urls"]
             bar.n = summary["urls"] - summary["by_state"].get("queued", 0)
@@ -99,3 +110,42 @@ class Command(BaseCommand):
               f"{s['archive']['dir']}")
         if s["errors"]:
             w(self.style.WARNING(f"{s['errors']} sessions or writes failed (see log); their URLs were kept"))
+        if s["deferred"]:
+            w("Deferred (run `manage.py crawl` again once due; `crawl --continuous` waits for it):")
+            for group in s["deferred"]:
+                w(f"  {group['urls']} {group['state']} URLs, {group['reason']}: first due {group['due']}")
+
+    def _continuous(self, options):
+        """Crawl and recrawl until Ctrl-C (or --max-seconds), one status line every few seconds."""
+        stop = threading.Event()
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, lambda *_: stop.set())
+        last = [0.0]
+
+        def status():
+            now = time.monotonic()
+            if now - last[0] < 2.0:
+                return
+            last[0] = now
+            s, due = frontier.crawl_summary(), frontier.due_counts()
+            by_state = s["by_state"]
+            line = (f"{timezone.now():%H:%M:%S} fetched {s['fetched']} of {s['urls']} URLs, "
+                    f"queued {by_state.get('queued', 0)}, sessions {s['hosts_leased']}, "
+                    f"revisits due {due['due']}, scheduled {due['scheduled']}, backing off {due['backoff']}, "
+                    f"changes seen {s['recrawl']['changed']}, 304s {s['recrawl']['not_modified']}")
+            if sys.stderr.isatty():
+                sys.stderr.write("\r" + line[:200].ljust(200))
+                sys.stderr.flush()
+            else:
+                self.stderr.write(line)
+
+        stats = run_embedded(threads=options["threads"], progress=None if options["no_progress"] else status,
+                             max_seconds=options["max_seconds"], continuous=True, stop=stop)
+        summary = frontier.crawl_summary()
+        summary.update(elapsed_seconds=round(stats.elapsed, 2), requests=stats.requests, released=stats.released,
+                       errors=stats.errors, documents=document_counts())
+        if options["json"]:
+            self.stdout.write(json.dumps(summary, indent=2, default=str))
+            return
+        self.stdout.write(f"\nContinuous crawl stopped after {summary['elapsed_seconds']} s: {stats.requests} requests, "
+                          f"{stats.released} revisits released; {summary['recrawl']}")

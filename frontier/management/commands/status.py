@@ -7,13 +7,16 @@ from frontier.management.scope_args import describe_scopes
 
 
 class Command(BaseCommand):
-    help = "Print frontier counts: URLs by state, status and outcome; hosts; dead letters."
+    help = ("Print frontier counts: URLs by state, status and outcome; hosts; dead letters; what revisits saw, "
+            "revisits due and scheduled, and the work that waits (deferred).")
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args, **options):
         summary = service.crawl_summary()
+        summary["revisits"] = service.due_counts()
+        summary["deferred"] = [dict(group, due=group["due"].isoformat()) for group in service.deferred_work()]
         if options["json"]:
             self.stdout.write(json.dumps(summary, indent=2))
             return

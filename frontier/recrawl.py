@@ -1,0 +1,313 @@
+"""Continuous crawling (DESIGN.md section 7): every visit is an observation, each URL's
+observations give its change-rate estimate, a budget of revisits is spent where it buys
+the most freshness, and beat moves due URLs back into the fetch queue.
+
+    a visit is recorded      records.py calls after_visit(): the observation (304, same
+                             text, noise, changed) updates the URL's bounded summary
+                             (changerate.py), its rate is estimated again, and its next
+                             visit is planned: next_fetch_at = now + interval
+    beat: plan_recrawl       solves the budget's price from every estimate (a few numbers
+                             kept in RecrawlPlan): what one more visit must buy to be worth it
+    beat: release_due        moves URLs whose visit is due back to "queued", oldest first,
+                             at most the budget's worth since the last run, in one batch;
+                             the dispatcher keeps reading queued URLs only
+
+The interval of a URL, by CRAWLER_RECRAWL_POLICY:
+  optimal   Cho & Garcia-Molina (TODS 2003): maximise the weighted freshness under the budget.
+            Pages that change too often for it get fewer visits, never more; pages with
+            fewer than CRAWLER_RECRAWL_EXPLORE_VISITS observations are explored (revisited at
+            least every CRAWLER_RECRAWL_EXPLORE_INTERVAL, within a share of the budget).
+  uniform   every page alike: pages / budget (a baseline).
+  adaptive  Nutch's AdaptiveFetchSchedule: the interval shrinks 20% on a change, grows 40%
+            otherwise (a baseline).
+  oracle    optimal, with the true rates (benchmarks only).
+Every interval is bounded by CRAWLER_RECRAWL_MIN_INTERVAL and _MAX_INTERVAL. Importance
+weighs in through the priority: weight = CRAWLER_RECRAWL_PRIORITY_WEIGHT ** priority.
+"""
+
+import email.utils
+import json
+import math
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from . import changerate
+from .models import RecrawlPlan, Url, UrlState
+from .vocabulary import Observation
+
+DAY = 86400.0
+
+# Settled states visited again: fetched pages by the schedule, the rest rarely
+# (CRAWLER_GONE_RECHECK_SECONDS), failures on the back-off ladder.
+REVISITED = (UrlState.FETCHED,)
+RECHECKED = (UrlState.GONE, UrlState.DENIED, UrlState.HTTP_ERROR, UrlState.REDIRECTED, UrlState.ROBOTS_BLOCKED)
+RELEASED_STATES = (*REVISITED, *RECHECKED, UrlState.BACKOFF)
+
+# What after_visit() needs of the URL row as it was before the visit.
+ROW_FIELDS = ("id", "url", "priority", "last_status", "observed_at", "change_stats", "observations",
+              "last_change_at", "recrawl_interval")
+
+
+@dataclass(frozen=True)
+class Before:
+    """A URL row as it was before the visit being recorded."""
+
+    id: int
+    url: str
+    priority: int
+    last_status: int | None
+    observed_at: datetime | None
+    change_stats: str
+    observations: int
+    last_change_at: datetime | None
+    recrawl_interval: float | None
+
+
+def after_visit(before: Before, observation: str, last_modified: str, now: datetime) -> dict:
+    """The URL's new change-rate fields and next visit, given what this visit saw."""
+    stats = changerate.from_text(before.change_stats)
+    observations = before.observations
+    observation = Observation(observation)
+    if observation.comparable and before.observed_at is not None:
+        interval = (now - before.observed_at).total_seconds()
+        if interval > 0:
+            stats = changerate.observe(stats, interval, observation.saw_change,
+                                       _since_last_modified(last_modified, now, interval))
+            observations += 1
+    rate = changerate.estimate(stats)
+    interval = plan_interval(before, rate, observations, observation.saw_change, now)
+    fields = {
+        "change_stats": changerate.to_text(stats), "change_rate": rate * DAY, "observations": observations,
+        "last_observation": str(observation), "observed_at": now, "recrawl_interval": interval,
+        "next_fetch_at": now + timedelta(seconds=interval),
+    }
+    if observation.saw_change:
+        fields["last_change_at"] = now
+    return fields
+
+
+def recheck_at(now: datetime) -> datetime:
+    """When a settled non-2xx URL (gone, denied, …) is checked again."""
+    return now + timedelta(seconds=settings.CRAWLER_GONE_RECHECK_SECONDS)
+
+
+def _since_last_modified(value: str, now: datetime, interval: float) -> float | None:
+    """Seconds since the Last-Modified the server sent, when it is inside this interval
+    (then the estimator knows when the change happened)."""
+    if not value:
+        return None
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None or when.tzinfo is None:
+        return None
+    since = (now - when).total_seconds()
+    return since if 0 < since <= interval else None
+
+
+def weight_of(priority: int) -> float:
+    return settings.CRAWLER_RECRAWL_PRIORITY_WEIGHT ** max(-60, min(60, priority))
+
+
+def exploring(observations: int) -> bool:
+    return observations < settings.CRAWLER_RECRAWL_EXPLORE_VISITS
+
+
+def _bounds() -> tuple[float, float]:
+    low = settings.CRAWLER_RECRAWL_MIN_INTERVAL
+    return low, max(low, settings.CRAWLER_RECRAWL_MAX_INTERVAL)
+
+
+def plan_interval(before: Before, rate: float, observations: int, changed: bool, now: datetime) -> float:
+    """Seconds until the next visit, by CRAWLER_RECRAWL_POLICY."""
+    low, high = _bounds()
+    policy = settings.CRAWLER_RECRAWL_POLICY
+    plan = current_plan()
+    uniform = min(max(changerate.uniform_interval(max(plan.pages, 1), _budget()), low), high)
+    if policy == "uniform":
+        return uniform
+    if policy == "adaptive":  # Nutch starts every page at its default interval: here, uniform's
+        return changerate.adaptive_interval(before.recrawl_interval or uniform, changed,
+                                            min_interval=low, max_interval=high)
+    explore = exploring(observations)
+    if policy == "oracle":
+        rate, explore = oracle_rate(before.url, rate), False
+    # The rate as plan_recrawl grouped it, so that the URLs spend what the plan counted.
+    return changerate.interval_for(_rate_class(rate * DAY), weight_of(before.priority), plan,
+                                   min_interval=low, max_interval=high, exploring=explore)
+
+
+def _budget() -> float:
+    """Revisits per second."""
+    return settings.CRAWLER_RECRAWL_BUDGET_PER_DAY / DAY
+
+
+# --- the plan: the budget's price, solved from every estimate (beat) --------------------
+
+_plan_cache: tuple[float, changerate.Plan, int] | None = None  # (read at, plan, pages)
+_plan_lock = threading.Lock()
+PLAN_CACHE_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class PlanView:
+    """What interval_for needs of the stored plan (changerate.Plan's price and explore_freq)."""
+
+    price: float
+    explore_freq: float
+    pages: int
+
+
+def current_plan() -> PlanView:
+    """The plan in force (re-read every few seconds: records run in every worker)."""
+    global _plan_cache
+    with _plan_lock:
+        if _plan_cache is not None and time.monotonic() - _plan_cache[0] < PLAN_CACHE_SECONDS:
+            return _plan_cache[1]
+    row = RecrawlPlan.objects.filter(pk=1).values_list("price", "explore_freq", "pages", "solved_at").first()
+    if row is None or row[3] is None:  # never solved: spend as if the budget were plentiful
+        view = PlanView(0.0, 1.0 / settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL, 0)
+    else:
+        view = PlanView(row[0], row[1], row[2])
+    with _plan_lock:
+        _plan_cache = (time.monotonic(), view, view.pages)
+    return view
+
+
+def forget_plan() -> None:
+    global _plan_cache
+    with _plan_lock:
+        _plan_cache = None
+
+
+# Rates are grouped on a quarter-octave grid: 1M pages become a few hundred groups.
+_GRID = 4.0
+
+
+def _rate_class(rate_per_day: float | None) -> float:
+    if not rate_per_day or rate_per_day <= 0:
+        return 0.0
+    return 2.0 ** (round(math.log2(rate_per_day) * _GRID) / _GRID) / DAY
+
+
+def plan_recrawl(now: datetime | None = None) -> RecrawlPlan:
+    """Solve the budget's price from every fetched page's estimate and store it."""
+    now = now or timezone.now()
+    low, high = _bounds()
+    explore_visits = settings.CRAWLER_RECRAWL_EXPLORE_VISITS
+    counts = Counter()
+    oracle = settings.CRAWLER_RECRAWL_POLICY == "oracle"
+    rows = Url.objects.filter(state__in=(UrlState.FETCHED, UrlState.QUEUED)).exclude(observed_at=None)
+    for url, rate, priority, observations in rows.values_list(
+            "url", "change_rate", "priority", "observations").iterator(chunk_size=5000):
+        if oracle:
+            counts[(_rate_class(oracle_rate(url, 0.0) * DAY), priority, False)] += 1
+        else:
+            counts[(_rate_class(rate), priority, observations < explore_visits)] += 1
+    groups = [changerate.Group(rate, weight_of(priority), n, explore) for (rate, priority, explore), n in counts.items()]
+    solved = changerate.solve_price(groups, _budget(), min_interval=low, max_interval=high,
+                                    explore_interval=settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL,
+                                    max_explore_share=settings.CRAWLER_RECRAWL_EXPLORE_SHARE)
+    plan, _ = RecrawlPlan.objects.get_or_create(pk=1)
+    RecrawlPlan.objects.filter(pk=1).update(price=solved.price, explore_freq=solved.explore_freq, budget=solved.budget,
+                                            planned=solved.planned, pages=sum(counts.values()), solved_at=now)
+    forget_plan()
+    plan.refresh_from_db()
+    _reschedule(now)
+    return plan
+
+
+def _reschedule(now: datetime) -> int:
+    """Move the planned visits the new plan wants sooner (by more than a tenth) earlier,
+    at most CRAWLER_RECRAWL_RELEASE_BATCH of them per plan: a larger budget, or a price
+    that fell, takes effect before each page's next visit. (Visits it wants later keep
+    their time: the release task's budget holds them back anyway.)"""
+    moved = []
+    rows = Url.objects.filter(state=UrlState.FETCHED).exclude(observed_at=None).values_list(
+        "id", "url", "priority", "change_rate", "observations", "observed_at", "next_fetch_at", "recrawl_interval")
+    for url_id, url, priority, rate, observations, observed_at, next_at, interval in rows.iterator(chunk_size=5000):
+        before = Before(url_id, url, priority, None, observed_at, "", observations, None, interval)
+        wanted = plan_interval(before, (rate or 0.0) / DAY, observations, False, now)
+        if settings.CRAWLER_RECRAWL_POLICY == "adaptive" or interval is None or wanted >= 0.9 * interval:
+            continue
+        moved.append((url_id, wanted, max(now, observed_at + timedelta(seconds=wanted))))
+        if len(moved) >= settings.CRAWLER_RECRAWL_RELEASE_BATCH:
+            break
+    with transaction.atomic():
+        for url_id, wanted, when in moved:
+            Url.objects.filter(id=url_id, state=UrlState.FETCHED, next_fetch_at__gt=when).update(
+                next_fetch_at=when, recrawl_interval=wanted)
+    return len(moved)
+
+
+# --- releasing due URLs (beat) ---------------------------------------------------------------
+
+def release_due(now: datetime | None = None, limit: int | None = None) -> int:
+    """Move URLs whose next visit is due back into the fetch queue, most overdue first, at
+    most the budget's worth of revisits since the last release (a token bucket holding at
+    most two release periods' worth) and at most `limit` (CRAWLER_RECRAWL_RELEASE_BATCH).
+    Returns how many were released. Safe to run from several places at once: the plan
+    row is locked while the account is settled."""
+    now = now or timezone.now()
+    limit = settings.CRAWLER_RECRAWL_RELEASE_BATCH if limit is None else limit
+    budget = _budget()
+    cap = budget * max(2 * settings.CRAWLER_RECRAWL_RELEASE_SECONDS, 1.0)
+    with transaction.atomic():
+        RecrawlPlan.objects.get_or_create(pk=1)
+        plan = RecrawlPlan.objects.select_for_update().get(pk=1)
+        elapsed = (now - plan.released_at).total_seconds() if plan.released_at else cap / max(budget, 1e-12)
+        credit = min(cap, plan.credit + budget * max(0.0, elapsed))
+        wanted = min(limit, int(credit))
+        ids = _most_overdue(now, wanted) if wanted > 0 else []
+        released = Url.objects.filter(id__in=ids, state__in=RELEASED_STATES).update(state=UrlState.QUEUED, attempts=0)
+        RecrawlPlan.objects.filter(pk=1).update(credit=credit - released, released_at=now,
+                                                released_total=plan.released_total + released)
+    return released
+
+
+def _most_overdue(now: datetime, n: int) -> list[int]:
+    """Ids of the n URLs due longest ago: one index range scan per state (url_state_due),
+    merged here, so the cost follows n, not the number of URLs known."""
+    due = []
+    for state in RELEASED_STATES:
+        due.extend(Url.objects.filter(state=state, next_fetch_at__lte=now).order_by("next_fetch_at")
+                   .values_list("next_fetch_at", "id")[:n])
+    due.sort()
+    return [url_id for _, url_id in due[:n]]
+
+
+def due_counts(now: datetime | None = None) -> dict:
+    """Revisits due now and later, for the status line and `status`."""
+    now = now or timezone.now()
+    waiting = Url.objects.filter(state__in=RELEASED_STATES)
+    return {"due": waiting.filter(next_fetch_at__lte=now).count(), "scheduled": waiting.count(),
+            "backoff": Url.objects.filter(state=UrlState.BACKOFF).count()}
+
+
+# --- the oracle (benchmarks): true rates from a file -------------------------------------------
+
+_oracle: tuple[str, dict[str, float]] | None = None
+
+
+def oracle_rate(url: str, default: float) -> float:
+    """The true rate (per second) of a URL from CRAWLER_RECRAWL_ORACLE_RATES."""
+    global _oracle
+    path = settings.CRAWLER_RECRAWL_ORACLE_RATES
+    if _oracle is None or _oracle[0] != path:
+        rates = {}
+        if path:
+            with open(path, encoding="utf-8") as lines:
+                for line in lines:
+                    if line.strip():
+                        item = json.loads(line)
+                        rates[item["url"]] = float(item["rate_per_day"]) / DAY
+        _oracle = (path, rates)
+    return _oracle[1].get(url, default)

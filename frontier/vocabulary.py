@@ -1,0 +1,74 @@
+"""The crawler's outcome vocabulary, defined once: why a fetch failed, why a URL was not
+admitted, what a revisit saw, what became of a fetched page.
+
+They are StrEnums: each member is its own string, so the values stored in the database,
+shown in the admin and counted in summaries stay exactly what they were, and code compares
+against a name that a typo cannot silently miss.
+"""
+
+from enum import StrEnum
+
+
+class FetchError(StrEnum):
+    """A request that brought no usable response (fetch/http.py names them)."""
+
+    TIMEOUT = "timeout"  # connect or read timed out
+    DEADLINE = "deadline"  # headers + body took longer than CRAWLER_TOTAL_DEADLINE
+    CONNECTION = "connection"  # refused, reset, broken off
+    DNS = "dns"  # the name does not exist
+    DNS_UNAVAILABLE = "dns_unavailable"  # the resolver failed: nothing is recorded, the URL waits
+    BLOCKED_ADDRESS = "blocked_address"  # resolves to an address the SSRF guard refuses
+    TOO_LARGE = "too_large"  # body over CRAWLER_MAX_BODY_BYTES
+    PROTOCOL = "protocol"  # not HTTP we can parse
+    REDIRECT_LIMIT = "redirect_limit"  # robots.txt: too many hops
+    NO_RESPONSE = "no_response"
+    ROBOTS_UNAVAILABLE = "robots_unavailable"  # robots.txt gave no verdict (5xx): RFC 9309 says wait
+
+
+class Rejection(StrEnum):
+    """Why a candidate URL never entered the frontier (admission)."""
+
+    EMPTY = "empty"
+    UNPARSABLE = "unparsable"
+    SCHEME = "scheme"
+    CREDENTIALS = "credentials"
+    HOST = "host"
+    URL_TOO_LONG = "url_too_long"
+    EXCLUDED_DOMAIN = "excluded_domain"
+    DEPTH_LIMIT = "depth_limit"
+    REDIRECT_LIMIT = "redirect_limit"
+    TRAP_REPEATED_SEGMENTS = "trap_repeated_segments"
+    OUT_OF_SCOPE = "out_of_scope"
+    HOST_QUOTA = "host_quota"
+
+
+class PageDetail(StrEnum):
+    """What became of a 2xx response."""
+
+    INDEXED = "indexed"
+    DUPLICATE = "duplicate"
+    NOINDEX = "noindex"
+    NOT_HTML = "not_html"
+
+
+class Observation(StrEnum):
+    """What a visit saw, for the change-rate estimate (frontier/recrawl.py).
+
+    A 304 and an unchanged 200 are the same observation at different prices; noise is a
+    text change below CRAWLER_CHANGE_SIMHASH_THRESHOLD (a timestamp, a rotating ad) and does
+    not count as a change."""
+
+    FIRST = "first"  # nothing to compare with: the first visit, or not a text page
+    NOT_MODIFIED = "not_modified"  # 304
+    UNCHANGED = "unchanged"  # 200, same text
+    NOISE = "noise"  # 200, the text moved by at most the threshold
+    CHANGED = "changed"  # 200, a real change
+
+    @property
+    def saw_change(self) -> bool:
+        return self is Observation.CHANGED
+
+    @property
+    def comparable(self) -> bool:
+        """Whether it is an observation of change at all (the first visit is not)."""
+        return self is not Observation.FIRST

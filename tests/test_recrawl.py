@@ -1,0 +1,353 @@
+"""Continuous crawling through real HTTP, on both databases: conditional GET and 304s,
+WARC revisit records, noise that is not a change, the budget and the release task, the
+failure back-off ladder, gone pages, a one-shot crawl that defers what waits long and a
+later crawl that resumes it, and continuous mode picking up a changed page.
+
+The clock is ours: a revisit is made due by moving the URL's next visit into the past (and
+the release task is given its `now`), never by sleeping."""
+
+import threading
+import time
+from datetime import timedelta
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+from warcio.archiveiterator import ArchiveIterator
+
+from fetch import archive
+from fetch.runners import run_embedded
+from frontier import recrawl
+from frontier import service as frontier
+from frontier.models import DeadLetter, Host, RecrawlPlan, Url
+from indexer.models import Document
+from indexer.service import search
+
+from .loopback import QuietHandler, start
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PROSE = ("The harbour keeps its boats in winter under long sheds of tarred timber where the rope makers "
+         "work beside the sail lofts and the smell of pitch hangs over the quay until spring returns. ")
+
+
+class Site:
+    """A loopback site whose pages a test edits: path -> (body, headers). It answers
+    conditional requests when a page has an ETag, and records what it was asked."""
+
+    def __init__(self):
+        self.pages = {"/robots.txt": (b"User-agent: *\nAllow: /\n", [("Content-Type", "text/plain")])}
+        self.requests = []  # (path, If-None-Match, If-Modified-Since, status)
+        site = self
+
+        class Handler(QuietHandler):
+            def do_GET(self):
+                page = site.pages.get(self.path)
+                if page is None:
+                    status, body, headers = 404, b"gone", [("Content-Type", "text/plain")]
+                else:
+                    body, headers = page
+                    if callable(body):
+                        body = body()
+                    etag = dict(headers).get("ETag")
+                    status = 304 if etag and self.headers.get("If-None-Match") == etag else 200
+                site.requests.append((self.path, self.headers.get("If-None-Match"),
+                                      self.headers.get("If-Modified-Since"), status))
+                self.send(status, b"" if status == 304 else body, headers)
+
+        self.server, self.origin = start(Handler)
+
+    def html(self, path, text, links=(), etag=None, last_modified=None):
+        body = ("<html><head><title>page</title></head><body><p>" + text + "</p>"
+                + "".join(f'<a href="{link}">{link}</a>' for link in links) + "</body></html>")
+        headers = [("Content-Type", "text/html; charset=utf-8")]
+        if etag:
+            headers.append(("ETag", etag))
+        if last_modified:
+            headers.append(("Last-Modified", last_modified))
+        self.pages[path] = (body.encode() if isinstance(body, str) else body, headers)
+
+    def asked(self, path):
+        return [r for r in self.requests if r[0] == path]
+
+
+@pytest.fixture
+def site(settings, tmp_path):
+    settings.CRAWLER_WARC_DIR = str(tmp_path / "warc")
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0
+    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 86400 * 100  # plenty: 100 revisits a second
+    recrawl.forget_plan()
+    s = Site()
+    yield s
+    s.server.shutdown()
+    recrawl.forget_plan()
+
+
+def crawl():
+    stats = run_embedded(threads=2, max_seconds=30)
+    archive.close()
+    return stats
+
+
+def revisit(*urls):
+    """Make these URLs' next visits due (our clock) and release them as beat would."""
+    Url.objects.filter(url__in=urls).update(next_fetch_at=timezone.now() - timedelta(seconds=1))
+    released = frontier.release_due()
+    assert released == len(urls)
+    crawl()
+
+
+def warc(directory):
+    records = []
+    for path in sorted(directory.glob("*.warc.gz")):
+        with open(path, "rb") as f:
+            for rec in ArchiveIterator(f):
+                if rec.rec_type in ("response", "revisit"):
+                    records.append((rec.rec_type, dict(rec.rec_headers.headers), rec.content_stream().read(),
+                                    rec.http_headers.get_statuscode()))
+    return records
+
+
+def test_a_revisit_is_a_conditional_get_and_a_304_a_revisit_record(site, tmp_path):
+    url = site.origin + "/a"
+    site.html("/a", PROSE, etag='"v1"', last_modified="Mon, 02 Nov 2026 10:00:00 GMT")
+    frontier.add_seeds([url])
+    crawl()
+    row = Url.objects.get(url=url)
+    assert (row.state, row.last_observation, row.etag, row.last_modified) == (
+        "fetched", "first", '"v1"', "Mon, 02 Nov 2026 10:00:00 GMT")
+    assert site.asked("/a") == [("/a", None, None, 200)]
+    stored = Document.objects.get(url=row)
+
+    revisit(url)
+    assert site.asked("/a")[1] == ("/a", '"v1"', "Mon, 02 Nov 2026 10:00:00 GMT", 304)
+    row.refresh_from_db()
+    assert (row.state, row.outcome, row.last_observation, row.observations, row.last_status) == (
+        "fetched", "not_modified", "not_modified", 1, 304)
+    assert row.change_rate == 0.0 and row.next_fetch_at > timezone.now()
+    assert Document.objects.get(url=row).fetched_at == stored.fetched_at  # the stored copy stands
+    (first, second) = [r for r in warc(tmp_path / "warc") if r[1]["WARC-Target-URI"] == url]
+    assert first[0] == "response" and first[3] == "200"
+    kind, headers, body, status = second
+    assert (kind, status, body) == ("revisit", "304", b"")
+    assert headers["WARC-Profile"] == archive.NOT_MODIFIED
+    assert headers["WARC-Refers-To-Target-URI"] == url
+    assert headers["WARC-Refers-To-Date"] == first[1]["WARC-Date"]
+
+
+def test_an_unchanged_200_is_an_identical_payload_revisit(site, tmp_path):
+    url = site.origin + "/same"
+    site.html("/same", PROSE)  # no validators: the server always answers 200
+    frontier.add_seeds([url])
+    crawl()
+    revisit(url)
+    assert [r[1:] for r in site.asked("/same")] == [(None, None, 200), (None, None, 200)]
+    row = Url.objects.get(url=url)
+    assert (row.last_observation, row.observations, row.outcome) == ("unchanged", 1, "unchanged")
+    first, second = [r for r in warc(tmp_path / "warc") if r[1]["WARC-Target-URI"] == url]
+    assert second[0] == "revisit" and second[2] == b"" and second[3] == "200"
+    assert second[1]["WARC-Profile"] == archive.IDENTICAL_PAYLOAD
+    assert second[1]["WARC-Payload-Digest"] == first[1]["WARC-Payload-Digest"]
+
+
+def test_noise_is_not_a_change_and_a_real_edit_is(site):
+    url = site.origin + "/news"
+    served = iter(range(1000))
+
+    def noisy(text, links):
+        def body():  # a new timestamp and token on every response: bytes differ, words do not
+            n = next(served)
+            return (f'<html><head><title>news</title><meta name="csrf-token" content="tok{n * 7919}"></head>'
+                    f"<body><p>Generated 2026-11-{n % 28 + 1:02d} 12:{n % 60:02d}:00</p><p>{text}</p>"
+                    + "".join(f'<a href="{link}">x</a>' for link in links) + "</body></html>").encode()
+        site.pages["/news"] = (body, [("Content-Type", "text/html")])
+
+    noisy(PROSE * 3, ["/old"])
+    frontier.add_seeds([url])
+    crawl()
+    stored = Document.objects.get(url__url=url)
+    revisit(url)
+    row = Url.objects.get(url=url)
+    assert (row.last_observation, row.last_change_at, row.change_rate) == ("unchanged", None, 0.0)
+    assert Document.objects.get(url__url=url).fetched_at == stored.fetched_at
+
+    noisy(PROSE + "A storm tore the lighthouse lantern loose and the keepers rebuilt it with brass " * 3, ["/new"])
+    revisit(url)
+    row.refresh_from_db()
+    assert (row.last_observation, row.observations) == ("changed", 2)
+    assert row.last_change_at is not None and row.change_rate > 0
+    assert "lighthouse" in Document.objects.get(url__url=url).body
+    assert [hit.url for hit in search("lighthouse")] == [url]
+    # links it no longer has stay in the frontier; new ones enter
+    assert set(Url.objects.filter(url__in=[site.origin + "/old", site.origin + "/new"]).values_list("url", flat=True)) \
+        == {site.origin + "/old", site.origin + "/new"}
+
+
+def test_gone_twice_in_a_row_leaves_the_index(site, settings):
+    settings.CRAWLER_GONE_RECHECK_SECONDS = 3600
+    url = site.origin + "/g"
+    site.html("/g", PROSE + " quarantine")
+    frontier.add_seeds([url])
+    crawl()
+    assert [hit.url for hit in search("quarantine")] == [url]
+    del site.pages["/g"]
+    revisit(url)
+    row = Url.objects.get(url=url)
+    assert (row.state, row.last_status) == ("gone", 404)
+    wait = (row.next_fetch_at - row.last_fetched_at).total_seconds()
+    assert 3590 < wait < 3610  # checked again after CRAWLER_GONE_RECHECK_SECONDS
+    assert [hit.url for hit in search("quarantine")] == [url]  # once may be a hiccup
+    revisit(url)
+    assert Url.objects.get(url=url).state == "gone"
+    assert search("quarantine") == [] and not Document.objects.get(url__url=url).indexed
+
+
+def test_failures_back_off_one_two_four_eight_weeks_then_dead_letter(site, settings):
+    settings.CRAWLER_MAX_ATTEMPTS = 2
+    settings.CRAWLER_RETRY_BASE_DELAY = 0.01
+    week = 7 * 86400.0
+    settings.CRAWLER_FAILURE_BACKOFF = [week, 2 * week, 4 * week, 8 * week]
+    site.pages["/down"] = (b"", [])
+
+    class Down(QuietHandler):
+        def do_GET(self):
+            self.send(200 if self.path == "/robots.txt" else 500, b"", [("Content-Type", "text/plain")])
+
+    srv, origin = start(Down)
+    try:
+        url = origin + "/down"
+        frontier.add_seeds([url])
+        crawl()  # two short retries, then the first step of the ladder: the crawl ends, deferred
+        for level, weeks in enumerate((1, 2, 4, 8), start=1):
+            row = Url.objects.get(url=url)
+            assert (row.state, row.outcome, row.backoff_level, row.attempts) == ("backoff", "http_500", level, 0)
+            wait = (row.next_fetch_at - row.last_fetched_at).total_seconds()
+            assert abs(wait - weeks * week) < 60, (level, wait)
+            assert not DeadLetter.objects.exists()
+            deferred = frontier.deferred_work()
+            assert [(g["state"], g["reason"], g["urls"]) for g in deferred] == [("backoff", "http_500", 1)]
+            revisit(url)
+        row = Url.objects.get(url=url)
+        assert (row.state, row.backoff_level) == ("failed", 4)
+        letter = DeadLetter.objects.get(url=row)
+        assert (letter.reason, letter.last_status) == ("http_500", 500)
+    finally:
+        srv.shutdown()
+
+
+def test_release_spends_the_budget_most_overdue_first(site, settings):
+    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 86400  # one revisit a second
+    settings.CRAWLER_RECRAWL_RELEASE_SECONDS = 10  # the bucket holds two periods: 20 revisits
+    frontier.add_urls([frontier.Candidate(f"{site.origin}/p{i}") for i in range(50)])
+    now = timezone.now()
+    ids = list(Url.objects.order_by("?").values_list("id", flat=True))
+    for i, url_id in enumerate(ids):  # due 1000 s ago, 999 s ago, …
+        Url.objects.filter(id=url_id).update(state="fetched", next_fetch_at=now - timedelta(seconds=1000 - i))
+    Url.objects.filter(id=ids[-1]).update(next_fetch_at=now + timedelta(hours=1))  # not due
+    assert frontier.release_due(now=now) == 20
+    assert set(Url.objects.filter(state="queued").values_list("id", flat=True)) == set(ids[:20])  # most overdue
+    assert frontier.release_due(now=now) == 0  # the budget is spent
+    assert frontier.release_due(now=now + timedelta(seconds=5)) == 5  # five seconds' worth
+    assert frontier.release_due(now=now + timedelta(seconds=500), limit=7) == 7  # and never past the batch
+    assert RecrawlPlan.objects.get().released_total == 32
+    assert Url.objects.filter(state="fetched", next_fetch_at__lte=now).count() == 49 - 32
+
+
+def test_the_plan_spends_the_budget_within_the_bounds(site, settings):
+    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 86400 * 2  # two revisits a second for 40 pages
+    settings.CRAWLER_RECRAWL_MIN_INTERVAL = 1.0
+    settings.CRAWLER_RECRAWL_MAX_INTERVAL = 300.0
+    settings.CRAWLER_RECRAWL_EXPLORE_VISITS = 0
+    frontier.add_urls([frontier.Candidate(f"{site.origin}/r{i}") for i in range(40)])
+    now = timezone.now()
+    rates = [0.0] * 5 + [86400 * 10.0 ** (i / 5 - 4) for i in range(35)]  # per day: never to 10/s
+    for row, rate in zip(Url.objects.order_by("id"), rates):
+        Url.objects.filter(id=row.id).update(state="fetched", change_rate=rate, observations=5, observed_at=now,
+                                             recrawl_interval=300.0, next_fetch_at=now + timedelta(seconds=300))
+    plan = frontier.plan_recrawl(now=now)
+    assert plan.pages == 40 and 0 < plan.price
+    assert abs(plan.planned - 2.0) < 0.02  # the budget is spent, not more
+    intervals, sooner = {}, set()
+    for url, rate, observations in Url.objects.values_list("url", "change_rate", "observations"):
+        before = recrawl.Before(0, url, 0, None, now, "", observations, None, None)
+        intervals[rate] = recrawl.plan_interval(before, rate / 86400, observations, False, now)
+        if intervals[rate] < 0.9 * 300:
+            sooner.add(url)
+    assert all(1.0 <= i <= 300.0 for i in intervals.values())
+    assert intervals[0.0] == 300.0  # never seen changing: the longest interval
+    by_rate = [intervals[r] for r in sorted(intervals) if r > 0]
+    fastest = by_rate.index(min(by_rate))
+    assert 0 < fastest < len(by_rate) - 1  # visits rise with the rate, then fall: the fastest get fewer
+    # the plan moved the planned visits it wants sooner, and only those
+    assert sooner and set(Url.objects.filter(next_fetch_at__lt=now + timedelta(seconds=299))
+                          .values_list("url", flat=True)) == sooner
+
+
+def test_a_one_shot_crawl_defers_what_waits_long_and_a_later_crawl_resumes(site, settings):
+    settings.CRAWLER_ROBOTS_ERROR_SECONDS = 300
+    robots = site.pages.pop("/robots.txt")
+    site.pages["/robots.txt"] = (b"busy", [("Content-Type", "text/plain")])
+
+    class Busy(QuietHandler):
+        def do_GET(self):
+            if self.path == "/robots.txt" and not ready.is_set():
+                return self.send(503, b"busy", [("Content-Type", "text/plain")])
+            body, headers = robots if self.path == "/robots.txt" else (PROSE.encode(), [("Content-Type", "text/html")])
+            self.send(200, body, headers)
+
+    ready = threading.Event()
+    srv, origin = start(Busy)
+    try:
+        out = StringIO()
+        started = time.monotonic()
+        call_command("crawl", origin + "/a", origin + "/b", "--no-progress", stdout=out)
+        assert time.monotonic() - started < 20  # not the 5 minutes robots.txt asks for
+        text = out.getvalue()
+        assert "Deferred" in text and "2 queued URLs, robots_unavailable: first due" in text
+        (group,) = frontier.deferred_work()
+        assert 250 < (group["due"] - timezone.now()).total_seconds() <= 300
+        # Five minutes later (our clock): robots.txt answers, and a crawl without URLs resumes.
+        ready.set()
+        past = timezone.now() - timedelta(seconds=1)
+        Host.objects.update(next_fetch_at=past, robots_expires_at=past)
+        Url.objects.update(next_fetch_at=past)
+        out = StringIO()
+        call_command("crawl", "--no-progress", stdout=out)
+        assert sorted(Url.objects.values_list("url", "state")) == [(origin + "/a", "fetched"), (origin + "/b", "fetched")]
+        assert "Deferred" not in out.getvalue()
+    finally:
+        srv.shutdown()
+
+
+def test_continuous_mode_picks_up_a_changed_page(site, settings):
+    settings.CRAWLER_RECRAWL_MIN_INTERVAL = 0.2
+    settings.CRAWLER_RECRAWL_MAX_INTERVAL = 1.0
+    settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL = 0.5
+    settings.CRAWLER_RECRAWL_RELEASE_SECONDS = 0.1
+    settings.CRAWLER_RECRAWL_PLAN_SECONDS = 0.5
+    url = site.origin + "/live"
+    site.html("/live", PROSE, etag='"1"')
+    frontier.add_seeds([url])
+    stop = threading.Event()
+    runner = threading.Thread(target=run_embedded, kwargs=dict(threads=2, max_seconds=60, continuous=True, stop=stop))
+    runner.start()
+    try:
+        deadline = time.monotonic() + 30
+        while 304 not in [r[3] for r in site.asked("/live")] and time.monotonic() < deadline:
+            time.sleep(0.05)  # revisited, unchanged
+        site.html("/live", PROSE + " The ferry now sails at dawn to the northern islands of kelp and granite.",
+                  etag='"2"')
+        while time.monotonic() < deadline and "ferry" not in (
+                Document.objects.filter(url__url=url).values_list("body", flat=True).first() or ""):
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        runner.join(30)
+    assert not runner.is_alive()
+    assert [hit.url for hit in search("ferry")] == [url]
+    row = Url.objects.get(url=url)
+    assert row.observations >= 2 and row.last_change_at is not None and row.change_rate > 0
+    statuses = [r[3] for r in site.asked("/live")]
+    assert statuses[0] == 200 and 304 in statuses  # revisits before the edit were 304s
