@@ -10,7 +10,7 @@ DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services sampleweb clean bench bench-quick bench-frontier bench-metrics
+.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -65,6 +65,10 @@ bench: setup services
 
 bench-quick: setup services
 	$(PY) -m bench.run --size quick --modes embedded,distributed:1,scrapy,ceiling
+
+# Recrawl policies at one budget on a web whose pages change at known rates (about 10 minutes).
+bench-freshness: setup
+	$(PY) -m bench.freshness
 
 bench-frontier: setup services
 	-psql -q -h 127.0.0.1 -U postgres -c "CREATE DATABASE crawlerweb_bench" 2>/dev/null

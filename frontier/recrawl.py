@@ -81,7 +81,7 @@ def after_visit(before: Before, observation: str, last_modified: str, now: datet
             stats = changerate.observe(stats, interval, observation.saw_change,
                                        _since_last_modified(last_modified, now, interval))
             observations += 1
-    rate = changerate.estimate(stats)
+    rate = scheduling_rate(stats)
     interval = plan_interval(before, rate, observations, observation.saw_change, now)
     fields = {
         "change_stats": changerate.to_text(stats), "change_rate": rate * DAY, "observations": observations,
@@ -91,6 +91,18 @@ def after_visit(before: Before, observation: str, last_modified: str, now: datet
     if observation.saw_change:
         fields["last_change_at"] = now
     return fields
+
+
+def scheduling_rate(stats: changerate.ChangeStats) -> float:
+    """The rate (per second) a visit is planned with: the estimate, but a page never seen
+    changing counts half a change over the time it has been watched (the posterior mean
+    under Jeffreys' prior), not zero: three unchanged visits a day apart do not show a page
+    that changes monthly never changes, and it must not wait CRAWLER_RECRAWL_MAX_INTERVAL
+    for the next look. The longer it is watched, the lower this floor."""
+    rate = changerate.estimate(stats)
+    if stats.observed_seconds > 0:
+        rate = max(rate, 0.5 / stats.observed_seconds)
+    return rate
 
 
 def recheck_at(now: datetime) -> datetime:
@@ -141,8 +153,16 @@ def plan_interval(before: Before, rate: float, observations: int, changed: bool,
     if policy == "oracle":
         rate, explore = oracle_rate(before.url, rate), False
     # The rate as plan_recrawl grouped it, so that the URLs spend what the plan counted.
-    return changerate.interval_for(_rate_class(rate * DAY), weight_of(before.priority), plan,
-                                   min_interval=low, max_interval=high, exploring=explore)
+    interval = changerate.interval_for(_rate_class(rate * DAY), weight_of(before.priority), plan,
+                                       min_interval=low, max_interval=high, exploring=explore)
+    if explore:  # look at short and long intervals alike: a page that changes hourly and
+        # one that changes daily both look "changed" at every daily visit
+        interval = min(interval, max(low, interval * _EXPLORE_SPREAD[observations % len(_EXPLORE_SPREAD)]))
+    return interval
+
+
+# Exploring revisits come at these fractions of the exploration interval, in turn.
+_EXPLORE_SPREAD = (0.125, 0.5, 1.0)
 
 
 def _budget() -> float:

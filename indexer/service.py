@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import transaction
 
+from frontier.vocabulary import Observation, PageDetail
+
 from .backends import get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint
 from .models import ContentFingerprint, Document
@@ -80,12 +82,12 @@ def prepare_page(url_id: int, url: str, status: int, content_type: str, charset:
     return PreparedPage(url_id, url, status, content_type, content_hash(body), len(body), parsed, archived, text)
 
 
-def compare_text(old_hash: str, old_simhash: int | None, new: Fingerprint | None) -> str:
+def compare_text(old_hash: str, old_simhash: int | None, new: Fingerprint | None) -> Observation:
     """What a revisit saw of the text (an Observation): first, unchanged, noise or changed.
     Noise is a text change of at most CRAWLER_CHANGE_SIMHASH_THRESHOLD SimHash bits."""
     if new is None:
-        return "first"
-    return compare(old_hash, old_simhash, new, settings.CRAWLER_CHANGE_SIMHASH_THRESHOLD)[0]
+        return Observation.FIRST
+    return Observation(compare(old_hash, old_simhash, new, settings.CRAWLER_CHANGE_SIMHASH_THRESHOLD)[0])
 
 
 def remove_pages(url_ids: list[int]) -> int:
@@ -104,7 +106,7 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
 
     Returns url id -> detail: indexed | duplicate | noindex | not_html.
     """
-    details = {p.url_id: "not_html" for p in pages if p.parsed is None}
+    details = {p.url_id: PageDetail.NOT_HTML for p in pages if p.parsed is None}
     html = [p for p in pages if p.parsed is not None]
     if not html:
         return details
@@ -131,12 +133,12 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
             original = originals[doc.content_hash]
             if original != doc.id:
                 Document.objects.filter(id=doc.id).update(duplicate_of_id=original)
-                details[doc.url_id] = "duplicate"
+                details[doc.url_id] = PageDetail.DUPLICATE
             elif doc.noindex:
-                details[doc.url_id] = "noindex"
+                details[doc.url_id] = PageDetail.NOINDEX
             else:
                 indexable.append(doc.id)
-                details[doc.url_id] = "indexed"
+                details[doc.url_id] = PageDetail.INDEXED
         if indexable:
             backend.add(indexable)
             Document.objects.filter(id__in=indexable).update(indexed=True)

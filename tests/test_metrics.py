@@ -135,7 +135,8 @@ def test_samples_past_retention_are_dropped_and_history_is_thinned(crawl_state, 
 
 def test_beat_has_its_periodic_tasks_and_the_admin_lists_them(admin_client):
     names = set(PeriodicTask.objects.values_list("task", flat=True))
-    assert {"console.sample_metrics", "frontier.sweep_expired_leases"} <= names  # made by post_migrate
+    assert {"console.sample_metrics", "frontier.sweep_expired_leases", "frontier.release_due_urls",
+            "frontier.plan_recrawl"} <= names  # made by post_migrate
     task = PeriodicTask.objects.get(task="console.sample_metrics")
     task.interval.every = 60
     task.interval.save()
@@ -143,6 +144,7 @@ def test_beat_has_its_periodic_tasks_and_the_admin_lists_them(admin_client):
     assert PeriodicTask.objects.get(task="console.sample_metrics").interval.every == 60
     page = admin_client.get("/admin/django_celery_beat/periodictask/")
     assert b"crawlerweb: sample metrics" in page.content and b"crawlerweb: sweep expired leases" in page.content
+    assert b"crawlerweb: release due revisits" in page.content and b"crawlerweb: plan recrawl budget" in page.content
 
 
 def test_the_lease_sweep_clears_only_expired_leases():

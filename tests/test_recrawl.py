@@ -18,7 +18,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from fetch import archive
 from fetch.runners import run_embedded
-from frontier import recrawl
+from frontier import changerate, recrawl
 from frontier import service as frontier
 from frontier.models import DeadLetter, Host, RecrawlPlan, Url
 from indexer.models import Document
@@ -126,7 +126,9 @@ def test_a_revisit_is_a_conditional_get_and_a_304_a_revisit_record(site, tmp_pat
     row.refresh_from_db()
     assert (row.state, row.outcome, row.last_observation, row.observations, row.last_status) == (
         "fetched", "not_modified", "not_modified", 1, 304)
-    assert row.change_rate == 0.0 and row.next_fetch_at > timezone.now()
+    assert changerate.estimate(changerate.from_text(row.change_stats)) == 0.0  # no change seen …
+    assert 0 < row.change_rate < 86400  # … but half a change over the time watched, for planning
+    assert row.next_fetch_at > timezone.now()
     assert Document.objects.get(url=row).fetched_at == stored.fetched_at  # the stored copy stands
     (first, second) = [r for r in warc(tmp_path / "warc") if r[1]["WARC-Target-URI"] == url]
     assert first[0] == "response" and first[3] == "200"
@@ -170,14 +172,15 @@ def test_noise_is_not_a_change_and_a_real_edit_is(site):
     stored = Document.objects.get(url__url=url)
     revisit(url)
     row = Url.objects.get(url=url)
-    assert (row.last_observation, row.last_change_at, row.change_rate) == ("unchanged", None, 0.0)
+    assert (row.last_observation, row.last_change_at) == ("unchanged", None)
+    assert changerate.estimate(changerate.from_text(row.change_stats)) == 0.0
     assert Document.objects.get(url__url=url).fetched_at == stored.fetched_at
 
     noisy(PROSE + "A storm tore the lighthouse lantern loose and the keepers rebuilt it with brass " * 3, ["/new"])
     revisit(url)
     row.refresh_from_db()
     assert (row.last_observation, row.observations) == ("changed", 2)
-    assert row.last_change_at is not None and row.change_rate > 0
+    assert row.last_change_at is not None and changerate.estimate(changerate.from_text(row.change_stats)) > 0
     assert "lighthouse" in Document.objects.get(url__url=url).body
     assert [hit.url for hit in search("lighthouse")] == [url]
     # links it no longer has stay in the frontier; new ones enter
@@ -253,6 +256,19 @@ def test_release_spends_the_budget_most_overdue_first(site, settings):
     assert frontier.release_due(now=now + timedelta(seconds=500), limit=7) == 7  # and never past the batch
     assert RecrawlPlan.objects.get().released_total == 32
     assert Url.objects.filter(state="fetched", next_fetch_at__lte=now).count() == 49 - 32
+
+
+def test_beat_tasks_release_due_urls_in_batches_and_plan(site, settings):
+    from frontier import tasks
+
+    settings.CRAWLER_RECRAWL_RELEASE_BATCH = 4
+    frontier.add_urls([frontier.Candidate(f"{site.origin}/b{i}") for i in range(10)])
+    Url.objects.update(state="fetched", next_fetch_at=timezone.now() - timedelta(seconds=5), observed_at=timezone.now())
+    # the tasks as a worker runs them (thin wrappers; apply() runs one in this process)
+    assert [tasks.release_due_urls.apply().get() for _ in range(3)] == [4, 4, 2]
+    assert not Url.objects.filter(state="fetched").exists()
+    assert tasks.plan_recrawl.apply().get() == 0.0  # a budget to spare: no price
+    assert RecrawlPlan.objects.get().pages == 10
 
 
 def test_the_plan_spends_the_budget_within_the_bounds(site, settings):
