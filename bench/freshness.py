@@ -1,0 +1,570 @@
+"""The freshness benchmark: how fresh does a continuous crawl keep its copies of a changing
+web, for a given recrawl budget, under each recrawl policy?
+
+    python -m bench.freshness                      # 16 hosts x 25 pages, 60 days of 2 s, budget 0.3
+    python -m bench.freshness --budget-ratio 0.2 --policies optimal,uniform --out var/bench-fresh-0.2
+
+What it measures.  For each policy (CRAWLER_RECRAWL_POLICY), one after the other, it starts a
+fresh changing web (bench/changeweb, same seed, so every policy meets the same pages in the same
+state relative to its start: a fresh server per policy with a fresh epoch) and runs
+`manage.py crawl --continuous` on a fresh SQLite database, seeded with every host's index page.
+Every SAMPLE_SECONDS it reads the stored copies (indexer_document, with the sqlite3 module:
+the harness does not set up Django), recovers each page's stored version from its text
+(version_in_text) and computes freshness (the share of pages whose stored copy is the live
+one) and age (how long since the live page left the stored copy, in simulated days) against
+the ground truth (changeweb.Truth).  Both are time-averaged over the steady part: the run's
+simulated time counted from the crawler's first request (the web's day 0 is a second or so
+earlier, the crawler's start-up), without its first WARMUP_SHARE (the initial crawl).  After
+the run, the server's request log gives the fetches, the 304s and the share of unchanged
+revisits answered 304 on hosts that send validators; the crawler's database gives the
+noise-only pages (bytes differ on every response, text does not) it counted as changed,
+which must be 0.
+
+Why the settings are scaled.  The web runs in accelerated time: a simulated day lasts
+`--day-seconds` real seconds.  Every interval of the crawler that is about how pages change
+is a setting in real seconds, so each is given its usual value in simulated time multiplied
+by day_seconds / 86400: the revisit bounds (1 hour, 60 days), the exploration interval
+(1 day), the recheck of gone pages (30 days) and the failure back-off ladder (1-8 weeks).
+Beat's work runs often enough for that clock: the plan is solved once a simulated day and due
+revisits are released every min(0.25 s, day/8).  The budget is `--budget-ratio` x pages
+fetches per simulated day (0.3: each page could be visited once every 3.3 simulated days on
+average), converted to real days for CRAWLER_RECRAWL_BUDGET_PER_DAY.  Politeness is made
+cheap (Crawl-delay and CRAWLER_DEFAULT_DELAY of POLITE_DELAY seconds), so the budget, not
+politeness, is what limits freshness: the output prints by how much.  What cannot be scaled
+shows at 2 s a day: HTTP dates have a resolution of one second (half a simulated day), so
+Last-Modified cannot tell apart pages changing more than a few times a day; and the few
+tenths of a second between a revisit falling due and its record being written (release
+period, leasing, group commit) stretch every interval, so a policy spends somewhat less than
+its budget (the "of budget" column).  A larger --day-seconds shrinks both effects.
+
+How to read the table (one row per policy).  freshness: the time-averaged share of fresh
+pages (1 = every stored copy is the live page).  age: the mean time a page's live version
+has differed from the stored one, in simulated days.  fetches/day: page and index requests
+(what the budget pays for; robots.txt not counted) per simulated day in the steady part,
+and that as a share of the budget.  body MB: response bodies of the whole run, sized from
+the model (the log has no sizes).  304s: all 304 answers.  304 share: of the revisits of a
+page on a validator host whose version had not changed since the previous request, the share
+answered 304.  noise changed: noise-only pages the crawler counted as changed.  gain: the
+freshness above uniform's, and the share of the oracle's gain over uniform the policy gets
+((F - F_uniform) / (F_oracle - F_uniform)).  A second table splits visits and freshness by
+true change rate (per simulated day), with the median of the crawler's own estimates at the
+end.  Last, the theory: Cho & Garcia-Molina's freshness for uniform and for the optimum with
+the true rates and exactly this budget, every visit on time (what the uniform and oracle
+rows approach when the crawler spends its whole budget on schedule).  A warning follows if
+the crawler's source changed between policies (then they are not comparable).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import math
+import os
+import shutil
+import signal
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from frontier import changerate
+from frontier.normalize import normalize
+
+from .changeweb.model import ChangeConfig, ChangeWeb, version_in_text
+from .changeweb.server import read_info
+from .changeweb.truth import Truth
+
+ROOT = Path(__file__).resolve().parent.parent
+CRAWLER_PACKAGES = ("crawlerweb", "fetch", "frontier", "indexer")
+DAY = 86400.0
+POLICIES = ("optimal", "uniform", "adaptive", "oracle")
+POLITE_DELAY = 0.02          # Crawl-delay and CRAWLER_DEFAULT_DELAY, real seconds
+SAMPLE_SECONDS = 0.5         # at most; a quarter of a simulated day on faster webs
+WARMUP_SHARE = 0.1           # of the simulated time, left out of the averages
+EXPLORE_VISITS = 3           # CRAWLER_RECRAWL_EXPLORE_VISITS, set explicitly for the diagnostics
+READY_TIMEOUT = 30.0         # seconds to wait for the server's info file
+STOP_TIMEOUT = 30.0          # seconds a stopped process may take to exit
+# True change rates per simulated day, for the per-class table: (name, low, high], "never" is 0.
+RATE_CLASSES = (("never", -1.0, 0.0), ("< weekly", 0.0, 1 / 7), ("weekly-daily", 1 / 7, 1.0),
+                ("1-8 a day", 1.0, 8.0), ("24-48 a day", 8.0, float("inf")))
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.freshness", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--hosts", type=int, default=16)
+    parser.add_argument("--pages", type=int, default=25, help="pages per host")
+    parser.add_argument("--day-seconds", type=float, default=2.0, help="real seconds per simulated day")
+    parser.add_argument("--days", type=float, default=60.0, help="simulated days each policy crawls")
+    parser.add_argument("--budget-ratio", type=float, default=0.3,
+                        help="revisits per simulated day, as a share of the number of pages")
+    parser.add_argument("--policies", default=",".join(POLICIES))
+    parser.add_argument("--seed", type=int, default=1, help="the changing web's seed")
+    parser.add_argument("--out", default="var/bench-freshness")
+    args = parser.parse_args(argv)
+    args.policies = [p.strip() for p in args.policies.split(",") if p.strip()]
+    unknown = set(args.policies) - set(POLICIES)
+    if unknown or not args.policies:
+        parser.error(f"--policies: choose among {', '.join(POLICIES)}")
+    if args.days <= 0 or args.day_seconds <= 0 or args.budget_ratio <= 0:
+        parser.error("--days, --day-seconds and --budget-ratio must be > 0")
+    return args
+
+
+# ------------------------------------------------------------------ setup
+
+def web_config(args) -> ChangeConfig:
+    """The changing web's defaults but for the size, the clock and a cheap Crawl-delay; pages
+    keep changing well past the end of the run (the horizon)."""
+    return ChangeConfig(hosts=args.hosts, pages_per_host=args.pages, port=0, seed=args.seed,
+                        day_seconds=args.day_seconds, horizon_days=max(400.0, 2 * args.days),
+                        crawl_delay=POLITE_DELAY)
+
+
+def budget_per_sim_day(args) -> float:
+    return args.budget_ratio * args.hosts * args.pages
+
+
+def crawl_settings(args, policy: str, directory: Path, oracle_file: Path) -> dict[str, str]:
+    """The crawler's settings: every interval about change scaled to the simulated clock."""
+    scale = args.day_seconds / DAY
+    week = 7 * DAY * scale
+    values = {
+        "CRAWLER_ALLOWED_NETWORKS": "127.0.0.0/8",
+        "CRAWLER_WARC_DIR": str(directory / "warc"),
+        "CRAWLER_RECRAWL_POLICY": policy,
+        "CRAWLER_RECRAWL_ORACLE_RATES": str(oracle_file),   # read by the oracle only
+        "CRAWLER_RECRAWL_BUDGET_PER_DAY": budget_per_sim_day(args) / scale,
+        "CRAWLER_RECRAWL_MIN_INTERVAL": 3600 * scale,
+        "CRAWLER_RECRAWL_MAX_INTERVAL": 60 * DAY * scale,
+        "CRAWLER_RECRAWL_EXPLORE_INTERVAL": DAY * scale,
+        "CRAWLER_RECRAWL_EXPLORE_VISITS": EXPLORE_VISITS,
+        "CRAWLER_GONE_RECHECK_SECONDS": 30 * DAY * scale,
+        "CRAWLER_FAILURE_BACKOFF": ",".join(repr(n * week) for n in (1, 2, 4, 8)),
+        "CRAWLER_RECRAWL_RELEASE_SECONDS": min(0.25, args.day_seconds / 8),
+        "CRAWLER_RECRAWL_PLAN_SECONDS": args.day_seconds,
+        "CRAWLER_DEFAULT_DELAY": POLITE_DELAY,
+    }
+    return {name: str(value) for name, value in values.items()}
+
+
+def child_env(database: Path, settings: dict[str, str]) -> dict[str, str]:
+    """The parent's environment without any DATABASE_URL or CRAWLER_* of its own (a test's
+    database, a developer's limits), plus this run's database and settings."""
+    env = {k: v for k, v in os.environ.items() if k != "DATABASE_URL" and not k.startswith("CRAWLER_")}
+    return env | {"DATABASE_URL": f"sqlite:///{database.resolve()}"} | settings
+
+
+def migrated_template(out: Path) -> Path:
+    """One migrated empty database, copied for every policy (migrating takes seconds)."""
+    template = out / "template.sqlite3"
+    template.unlink(missing_ok=True)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, check=True, timeout=120,
+                   env=child_env(template, {}))
+    return template
+
+
+@contextlib.contextmanager
+def changing_web(config: ChangeConfig, directory: Path):
+    """Serve the changing web; yields (Truth, request log path).  Stopped on leaving."""
+    info, log = directory / "server-info.json", directory / "requests.log"
+    proc = subprocess.Popen([sys.executable, "-m", "bench.changeweb", "serve", "--port", "0",
+                             "--hosts", str(config.hosts), "--pages", str(config.pages_per_host),
+                             "--seed", str(config.seed), "--day-seconds", repr(config.day_seconds),
+                             "--horizon-days", repr(config.horizon_days), "--crawl-delay", repr(config.crawl_delay),
+                             "--info", str(info), "--log", str(log), "--exit-with-parent"],
+                            cwd=ROOT, stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + READY_TIMEOUT
+        while not info.exists():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"the changing web did not start (exit status {proc.poll()})")
+            time.sleep(0.05)
+        yield Truth(*read_info(info)), log
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after STOP_TIMEOUT."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def crawler_code() -> str:
+    """A hash of the crawler's Python source: policies compare only on the same code."""
+    digest = hashlib.sha256()
+    for path in sorted(p for package in CRAWLER_PACKAGES for p in (ROOT / package).rglob("*.py")):
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def index_urls(truth: Truth) -> list[str]:
+    return [normalize(f"http://{netloc}/").url for netloc in truth.web.hosts]
+
+
+def write_oracle_rates(truth: Truth, path: Path) -> None:
+    """True rates per REAL day, keyed by the URL as the crawler stores it (index pages: 0)."""
+    per_real_day = DAY / truth.config.day_seconds
+    rates = [(normalize(p.url).url, p.rate_per_day * per_real_day) for p in truth.pages()]
+    rates += [(url, 0.0) for url in index_urls(truth)]
+    path.write_text("".join(json.dumps({"url": url, "rate_per_day": rate}) + "\n" for url, rate in rates))
+
+
+# ------------------------------------------------------------------ sampling while it runs
+
+def stored_versions(database: Path) -> dict[str, int | None]:
+    """URL -> version of the stored copy (None when its text carries no single marker)."""
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=10)) as db:
+        rows = db.execute("SELECT address, body FROM indexer_document").fetchall()
+    versions = {}
+    for address, body in rows:
+        found = version_in_text(body or "")
+        versions[address] = None if found is None else found[2]
+    return versions
+
+
+@dataclass
+class Samples:
+    """Freshness and age samples taken at regular ticks; the averages count the steady window."""
+
+    started: float                                # wall time of the crawl's first request
+    count: int = 0
+    last_at: float | None = None                  # wall time of the last steady sample
+    freshness: float = 0.0
+    age_days: float = 0.0
+    fresh_by_url: Counter = field(default_factory=Counter)
+    series: list = field(default_factory=list)    # (simulated days since the start, freshness)
+
+    def add(self, truth: Truth, stored: dict, wall_time: float, steady: bool) -> None:
+        fresh = truth.freshness(stored, wall_time)
+        self.series.append((round((wall_time - self.started) / truth.config.day_seconds, 3), round(fresh, 4)))
+        if not steady:
+            return
+        self.count += 1
+        self.last_at = wall_time
+        self.freshness += fresh
+        self.age_days += truth.age(stored, wall_time) / truth.config.day_seconds
+        for page in truth.pages():
+            if stored.get(page.url) is not None and stored[page.url] == truth.live_version(page.url, wall_time):
+                self.fresh_by_url[page.url] += 1
+
+
+def crawl_started(log: Path, proc: subprocess.Popen) -> float:
+    """The wall time of the crawler's first request (its robots.txt), from the server's log."""
+    deadline = time.monotonic() + READY_TIMEOUT
+    while time.monotonic() < deadline and proc.poll() is None:
+        with open(log, encoding="utf-8") as lines:
+            first = lines.readline()
+        if first.endswith("\n"):
+            return float(first.split("\t", 1)[0])
+        time.sleep(0.05)
+    raise RuntimeError(f"the crawler sent no request within {READY_TIMEOUT:g} s")
+
+
+def sample_until(proc: subprocess.Popen, truth: Truth, database: Path, window: tuple[float, float],
+                 started: float) -> Samples:
+    """Sample every tick until the window ends or the crawl exits."""
+    samples = Samples(started)
+    tick = min(SAMPLE_SECONDS, truth.config.day_seconds / 4)
+    next_at = time.time()
+    while time.time() < window[1] and proc.poll() is None:
+        time.sleep(max(0.0, next_at - time.time()))
+        stored = stored_versions(database)
+        now = time.time()
+        samples.add(truth, stored, now, window[0] <= now <= window[1])
+        # The next tick on the grid still ahead: a slow sample skips ticks rather than bunching them.
+        next_at += tick * max(1, math.ceil((time.time() - next_at) / tick))
+    return samples
+
+
+# ------------------------------------------------------------------ after the run
+
+class Request(NamedTuple):
+    start: float
+    netloc: str
+    path: str
+    status: int
+    version: int
+
+
+def read_requests(log: Path) -> list[Request]:
+    requests = []
+    for line in log.read_text(encoding="utf-8").splitlines():
+        start, _end, netloc, _method, path, status, _connection, version = line.split("\t")
+        requests.append(Request(float(start), netloc, path, int(status), int(version)))
+    return requests
+
+
+def traffic(requests: list[Request], truth: Truth, window: tuple[float, float]) -> dict:
+    """Fetches, bytes and 304s from the server's own log.  Fetches are GETs of pages and of
+    index pages (what the recrawl budget pays for), not robots.txt."""
+    web = truth.web
+    fetched = [r for r in requests if r.path != "/robots.txt"]
+    steady = [r for r in fetched if window[0] <= r.start <= window[1]]
+    sim_days = (window[1] - window[0]) / truth.config.day_seconds
+    by_page = defaultdict(list)
+    for r in fetched:
+        where = web.locate(f"http://{r.netloc}{r.path}")
+        if where is not None:
+            by_page[where].append(r)
+    unchanged = unchanged_304 = early = 0
+    for (host, page), visits in by_page.items():
+        early += sum(1 for r in visits[1:EXPLORE_VISITS + 1] if window[0] <= r.start <= window[1])
+        if not web.has_validators(host):
+            continue
+        for before, after in zip(visits, visits[1:]):
+            if before.status in (200, 304) and after.status in (200, 304) and before.version == after.version:
+                unchanged += 1
+                unchanged_304 += after.status == 304
+    page_steady = sum(1 for r in steady if r.path != "/")
+    return {
+        "fetches": len(fetched),
+        "page_fetches": sum(1 for r in fetched if r.path != "/"),
+        "index_fetches": sum(1 for r in fetched if r.path == "/"),
+        "fetches_per_day": len(steady) / sim_days,
+        "page_fetches_per_day": page_steady / sim_days,
+        # of the steady page fetches, a page's first EXPLORE_VISITS revisits: roughly, exploration
+        "early_revisit_share": early / page_steady if page_steady else 0.0,
+        "body_bytes": body_bytes(fetched, web),
+        "not_modified": sum(1 for r in fetched if r.status == 304),
+        "other_statuses": dict(Counter(r.status for r in fetched if r.status not in (200, 304))),
+        "unchanged_revisits": unchanged,
+        "unchanged_304_share": unchanged_304 / unchanged if unchanged else None,
+    }
+
+
+def body_bytes(requests: list[Request], web: ChangeWeb) -> int:
+    """Response body bytes, computed from the model (the log has no sizes): 200s only, a noise
+    page's token and time stamp have a fixed length."""
+    sizes = {}
+    total = 0
+    for r in requests:
+        if r.status != 200:
+            continue
+        host = web.host_index(r.netloc)
+        key = (host, r.path, r.version)
+        if key not in sizes:
+            where = web.locate(f"http://{r.netloc}{r.path}")
+            html = web.index_html(host) if where is None else web.page_html(host, where[1], r.version, 0.0, "0" * 32)
+            sizes[key] = len(html.encode("utf-8"))
+        total += sizes[key]
+    return total
+
+
+class UrlRow(NamedTuple):
+    """What the crawler concluded about one URL (frontier_url)."""
+    last_change_at: str | None
+    change_rate: float | None     # per real day
+    changes_seen: int             # visits that saw a change, from the observation summary
+
+
+def crawler_rows(database: Path) -> dict[str, UrlRow]:
+    with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=10)) as db:
+        rows = db.execute("SELECT url, last_change_at, change_rate, change_stats FROM frontier_url").fetchall()
+    return {url: UrlRow(changed_at, rate, json.loads(stats)["x"] if stats else 0)
+            for url, changed_at, rate, stats in rows}
+
+
+def crawler_view(rows: dict[str, UrlRow], truth: Truth) -> dict:
+    """Noise-only and never-changing pages the crawler counted as changed: a visit saw a
+    change (last_change_at, or a change in its observation summary).  A positive change_rate
+    alone is not that: the crawler plans pages never seen changing with a small floor rate."""
+    pages = list(truth.pages())
+
+    def counted_changed(url):
+        row = rows.get(url)
+        return row is not None and (row.last_change_at is not None or row.changes_seen > 0)
+
+    return {"noise_pages": sum(p.noise for p in pages),
+            "noise_counted_changed": sum(1 for p in pages if p.noise and counted_changed(p.url)),
+            "never_changed_counted_changed": sum(1 for p in pages if p.rate_per_day == 0 and counted_changed(p.url)),
+            "urls_known": len(rows)}
+
+
+def rate_class(rate_per_day: float) -> str:
+    return next(name for name, low, high in RATE_CLASSES if low < rate_per_day <= high)
+
+
+def by_rate_class(requests: list[Request], truth: Truth, samples: Samples, window: tuple[float, float],
+                  rows: dict[str, UrlRow]) -> dict:
+    """Per true-rate class: pages, visits per page per simulated day (steady window), freshness,
+    and the median of the crawler's rate estimates at the end (per simulated day)."""
+    sim_days = (window[1] - window[0]) / truth.config.day_seconds
+    visits = Counter(f"http://{r.netloc}{r.path}" for r in requests
+                     if r.path.startswith("/page/") and window[0] <= r.start <= window[1])
+    classes = {name: {"pages": 0, "visits": 0, "fresh": 0, "estimates": []} for name, _, _ in RATE_CLASSES}
+    for page in truth.pages():
+        entry = classes[rate_class(page.rate_per_day)]
+        entry["pages"] += 1
+        entry["visits"] += visits[page.url]
+        entry["fresh"] += samples.fresh_by_url[page.url]
+        row = rows.get(page.url)
+        if row is not None and row.change_rate is not None:
+            entry["estimates"].append(row.change_rate * truth.config.day_seconds / DAY)
+    return {name: {"pages": e["pages"],
+                   "visits_per_page_day": e["visits"] / e["pages"] / sim_days if e["pages"] else None,
+                   "freshness": e["fresh"] / e["pages"] / samples.count if e["pages"] and samples.count else None,
+                   "estimated_rate_median": statistics.median(e["estimates"]) if e["estimates"] else None}
+            for name, e in classes.items()}
+
+
+# ------------------------------------------------------------------ one policy
+
+def run_policy(policy: str, args, out: Path, template: Path) -> dict:
+    directory = out / policy
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    database = directory / "crawl.sqlite3"
+    shutil.copyfile(template, database)
+    oracle_file = directory / "oracle-rates.jsonl"
+    settings = crawl_settings(args, policy, directory, oracle_file)
+    code = crawler_code()
+    seconds = args.days * args.day_seconds
+    with changing_web(web_config(args), directory) as (truth, log):
+        write_oracle_rates(truth, oracle_file)
+        command = [sys.executable, "manage.py", "crawl", "--continuous", "--max-seconds", repr(seconds),
+                   "--no-progress", *index_urls(truth)]
+        with open(directory / "crawl.out", "w") as stdout, open(directory / "crawl.err", "w") as stderr:
+            proc = subprocess.Popen(command, cwd=ROOT, env=child_env(database, settings), stdout=stdout, stderr=stderr)
+            try:
+                started = crawl_started(log, proc)
+                window = (started + WARMUP_SHARE * seconds, started + seconds)
+                samples = sample_until(proc, truth, database, window, started)
+            finally:
+                stop(proc)
+        if proc.returncode not in (0, -signal.SIGTERM):
+            raise RuntimeError(f"{policy}: the crawl exited with {proc.returncode}; see {directory / 'crawl.err'}")
+    requests, rows = read_requests(log), crawler_rows(database)
+    window = (window[0], samples.last_at or window[1])   # the crawl stops a little before started + seconds
+    result = {
+        "policy": policy,
+        "freshness": samples.freshness / samples.count if samples.count else None,
+        "age_days": samples.age_days / samples.count if samples.count else None,
+        "samples": samples.count,
+        **traffic(requests, truth, window),
+        **crawler_view(rows, truth),
+        "by_rate_class": by_rate_class(requests, truth, samples, window, rows),
+        "series": samples.series,
+        "settings": settings,
+        "crawler_code": code,
+        "startup_sim_days": (started - truth.epoch) / args.day_seconds,
+        "window": window,
+    }
+    result["budget_used"] = result["fetches_per_day"] / budget_per_sim_day(args)
+    return result
+
+
+# ------------------------------------------------------------------ report
+
+def predicted_freshness(args) -> dict[str, float]:
+    """Cho & Garcia-Molina's time-averaged freshness with the true rates and exactly this budget,
+    every visit on time (in simulated days): the best uniform and optimal (the oracle) can do.
+    Index pages (rate 0) share the budget, as in the crawler."""
+    rates = [page.rate_per_day for page in Truth(web_config(args), 0.0).pages()]
+    budget, bounds = budget_per_sim_day(args), (1 / 24, 60.0)
+    groups = [changerate.Group(rate, 1.0, n) for rate, n in Counter(rates + [0.0] * args.hosts).items()]
+    plan = changerate.solve_price(groups, budget, *bounds, explore_interval=1.0)
+    uniform_freq = budget / (len(rates) + args.hosts)
+    return {"uniform": sum(changerate.freshness(r, uniform_freq) for r in rates) / len(rates),
+            "optimal": sum(changerate.freshness(r, 1 / changerate.interval_for(r, 1.0, plan, *bounds))
+                           for r in rates) / len(rates)}
+
+
+def add_gains(results: dict[str, dict]) -> None:
+    """Freshness gained over uniform, and its share of the oracle's gain over uniform."""
+    uniform = results.get("uniform", {}).get("freshness")
+    oracle = results.get("oracle", {}).get("freshness")
+    for result in results.values():
+        fresh = result["freshness"]
+        result["gain_over_uniform"] = None if uniform is None or fresh is None else fresh - uniform
+        result["share_of_oracle_gain"] = (None if None in (uniform, oracle, fresh) or oracle <= uniform
+                                          else (fresh - uniform) / (oracle - uniform))
+
+
+def _fmt(value, spec: str) -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def table(results: dict[str, dict]) -> str:
+    lines = ["| policy | freshness | age (days) | fetches/day | of budget | body MB | 304s | 304 share of unchanged"
+             " | noise changed | gain over uniform | of oracle's gain |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results.values():
+        lines.append(f"| {r['policy']} | {_fmt(r['freshness'], '.3f')} | {_fmt(r['age_days'], '.2f')}"
+                     f" | {r['fetches_per_day']:.1f} | {r['budget_used']:.0%} | {r['body_bytes'] / 1e6:.1f}"
+                     f" | {r['not_modified']}"
+                     f" | {_fmt(r['unchanged_304_share'], '.1%')} | {r['noise_counted_changed']}"
+                     f" | {_fmt(r['gain_over_uniform'], '+.3f')} | {_fmt(r['share_of_oracle_gain'], '.0%')} |")
+    return "\n".join(lines)
+
+
+def class_table(results: dict[str, dict]) -> str:
+    policies = list(results)
+    lines = ["| true rate (per day) | pages | " + " | ".join(f"{p} visits/day, F, est. rate" for p in policies) + " |",
+             "|---|---|" + "---|" * len(policies)]
+    for name, _, _ in RATE_CLASSES:
+        cells = [", ".join(_fmt(results[p]["by_rate_class"][name][key], ".2f")
+                           for key in ("visits_per_page_day", "freshness", "estimated_rate_median")) for p in policies]
+        pages = results[policies[0]]["by_rate_class"][name]["pages"]
+        lines.append(f"| {name} | {pages} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def preamble(args) -> str:
+    pages = args.hosts * args.pages
+    budget = budget_per_sim_day(args)
+    polite = args.hosts / POLITE_DELAY * args.day_seconds
+    seconds = args.days * args.day_seconds
+    return (f"Changing web: {args.hosts} hosts x {args.pages} pages (seed {args.seed}), a simulated day = "
+            f"{args.day_seconds:g} s, {args.days:g} days = {seconds:g} s per policy.\n"
+            f"Budget: {args.budget_ratio:g} x {pages} pages = {budget:g} fetches per simulated day (each page "
+            f"once every {pages / budget:.1f} days on average) = CRAWLER_RECRAWL_BUDGET_PER_DAY "
+            f"{budget * DAY / args.day_seconds:.0f} per real day.\n"
+            f"Politeness: Crawl-delay and CRAWLER_DEFAULT_DELAY {POLITE_DELAY} s allow {polite:.0f} fetches per "
+            f"simulated day, {polite / budget:.0f}x the budget: politeness does not limit freshness.\n"
+            f"Averages over the steady window: simulated days {WARMUP_SHARE * args.days:g} to {args.days:g} "
+            f"(the first {WARMUP_SHARE:.0%}, the initial crawl, left out). Fetches: GETs of pages and index "
+            f"pages, not robots.txt.")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    print(preamble(args), flush=True)
+    template = migrated_template(out)
+    results = {}
+    for policy in args.policies:
+        started = time.monotonic()
+        results[policy] = run_policy(policy, args, out, template)
+        print(f"{policy}: freshness {_fmt(results[policy]['freshness'], '.3f')}, "
+              f"{results[policy]['fetches']} fetches, {time.monotonic() - started:.0f} s", flush=True)
+    template.unlink(missing_ok=True)
+    add_gains(results)
+    predicted = predicted_freshness(args)
+    report = {"config": vars(args), "web": asdict(web_config(args)), "budget_per_sim_day": budget_per_sim_day(args),
+              "window_sim_days": [WARMUP_SHARE * args.days, args.days], "predicted_freshness": predicted,
+              "policies": results}
+    (out / "freshness.json").write_text(json.dumps(report, indent=1))
+    print("\n" + table(results) + "\n\n" + class_table(results))
+    print(f"\nTheory (true rates, this budget, every visit on time): uniform {predicted['uniform']:.3f}, "
+          f"optimal {predicted['optimal']:.3f}.")
+    if len({r["crawler_code"] for r in results.values()}) > 1:
+        print("WARNING: the crawler's code changed between policies; compare them after a run on one version.")
+    print(f"\nJSON, server logs and crawl output: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,67 @@
+"""The freshness benchmark (bench/freshness.py): one small end-to-end run whose figures must be
+well-formed and meaningful.  Which policy wins is not asserted: at this size it is noise."""
+
+import contextlib
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench import freshness
+
+ROOT = Path(__file__).resolve().parent.parent
+IS_POSTGRES = os.environ.get("DATABASE_URL", "").startswith("postgres")
+HOSTS, PAGES, DAYS = 8, 10, 12
+
+
+def test_the_crawl_gets_its_own_database_and_no_inherited_crawler_setting(monkeypatch, tmp_path):
+    monkeypatch.setenv("DATABASE_URL", "sqlite:///the-test-database.sqlite3")
+    monkeypatch.setenv("CRAWLER_DEPTH_LIMIT", "6")
+    env = freshness.child_env(tmp_path / "crawl.sqlite3", {"CRAWLER_RECRAWL_POLICY": "uniform"})
+    assert env["DATABASE_URL"] == f"sqlite:///{tmp_path / 'crawl.sqlite3'}"
+    assert "CRAWLER_DEPTH_LIMIT" not in env and env["CRAWLER_RECRAWL_POLICY"] == "uniform"
+
+
+def test_intervals_are_scaled_to_the_simulated_day(tmp_path):
+    args = freshness.parse_args(["--hosts", "2", "--pages", "5", "--day-seconds", "2", "--budget-ratio", "0.5"])
+    settings = freshness.crawl_settings(args, "optimal", tmp_path, tmp_path / "rates.jsonl")
+    assert float(settings["CRAWLER_RECRAWL_MIN_INTERVAL"]) == pytest.approx(2 / 24)      # 1 hour
+    assert float(settings["CRAWLER_RECRAWL_MAX_INTERVAL"]) == pytest.approx(120)         # 60 days
+    assert float(settings["CRAWLER_RECRAWL_EXPLORE_INTERVAL"]) == pytest.approx(2)       # 1 day
+    # 0.5 x 10 pages = 5 fetches per simulated day = 5 per 2 s = 216,000 per real day
+    assert float(settings["CRAWLER_RECRAWL_BUDGET_PER_DAY"]) == pytest.approx(5 * 86400 / 2)
+
+
+@pytest.mark.crawl
+@pytest.mark.skipif(IS_POSTGRES, reason="the benchmark runs on its own SQLite files: run once, in the SQLite pass")
+def test_a_small_run_reports_meaningful_figures(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "bench.freshness", "--hosts", str(HOSTS), "--pages", str(PAGES), "--day-seconds", "1",
+         "--days", str(DAYS), "--policies", "optimal,uniform", "--out", str(tmp_path)],
+        cwd=ROOT, env=dict(os.environ), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "| policy | freshness |" in proc.stdout
+    report = json.loads((tmp_path / "freshness.json").read_text())
+    assert list(report["policies"]) == ["optimal", "uniform"]
+    budget = report["budget_per_sim_day"]
+    assert budget == pytest.approx(0.3 * HOSTS * PAGES)
+    initial_crawl = HOSTS * (PAGES + 1)
+    for policy, result in report["policies"].items():
+        assert 0 < result["freshness"] <= 1, policy
+        assert result["age_days"] >= 0 and result["samples"] > 10
+        assert initial_crawl < result["fetches"] <= initial_crawl + 1.25 * budget * DAYS, policy
+        assert 0 < result["budget_used"] <= 1.2, policy
+        assert result["not_modified"] > 0 and result["unchanged_304_share"] >= 0.9, policy
+        assert result["noise_pages"] > 0 and result["noise_counted_changed"] == 0, policy
+        assert result["never_changed_counted_changed"] == 0, policy
+        assert result["settings"]["CRAWLER_RECRAWL_POLICY"] == policy
+        assert (tmp_path / policy / "requests.log").stat().st_size > 0
+        # The oracle's rates name every page exactly as the crawler stored it.
+        rates = {json.loads(line)["url"] for line in (tmp_path / policy / "oracle-rates.jsonl").read_text().splitlines()}
+        with contextlib.closing(sqlite3.connect(tmp_path / policy / "crawl.sqlite3")) as db:
+            stored = {url for (url,) in db.execute("SELECT address FROM indexer_document")}
+        assert len(stored) == HOSTS * (PAGES + 1) and stored <= rates
