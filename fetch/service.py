@@ -72,7 +72,7 @@ def robots_failure(robots_error: str) -> str:
     unavailable". All but the first are retried later, as RFC 9309 asks."""
     if robots_error in (FetchError.BLOCKED_ADDRESS, FetchError.DNS, FetchError.CONNECTION, FetchError.TIMEOUT):
         return robots_error
-    return "robots_unavailable"
+    return FetchError.ROBOTS_UNAVAILABLE
 
 
 def fetch_one(results: Results, queued: frontier.QueuedUrl,

@@ -13,6 +13,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connection
 from django.utils import timezone
 from warcio.archiveiterator import ArchiveIterator
 
@@ -126,8 +127,9 @@ def test_a_revisit_is_a_conditional_get_and_a_304_a_revisit_record(site, tmp_pat
     row.refresh_from_db()
     assert (row.state, row.outcome, row.last_observation, row.observations, row.last_status) == (
         "fetched", "not_modified", "not_modified", 1, 304)
-    assert changerate.estimate(changerate.from_text(row.change_stats)) == 0.0  # no change seen …
-    assert 0 < row.change_rate < 86400  # … but half a change over the time watched, for planning
+    stats = changerate.from_text(row.change_stats)
+    assert (stats.visits, stats.changes, changerate.estimate(stats)) == (1, 0, 0.0)  # no change seen …
+    assert row.change_rate == pytest.approx(0.5 / stats.observed_seconds * 86400)  # … half a change, for planning
     assert row.next_fetch_at > timezone.now()
     assert Document.objects.get(url=row).fetched_at == stored.fetched_at  # the stored copy stands
     (first, second) = [r for r in warc(tmp_path / "warc") if r[1]["WARC-Target-URI"] == url]
@@ -347,7 +349,14 @@ def test_continuous_mode_picks_up_a_changed_page(site, settings):
     site.html("/live", PROSE, etag='"1"')
     frontier.add_seeds([url])
     stop = threading.Event()
-    runner = threading.Thread(target=run_embedded, kwargs=dict(threads=2, max_seconds=60, continuous=True, stop=stop))
+
+    def run():
+        try:
+            run_embedded(threads=2, max_seconds=60, continuous=True, stop=stop)
+        finally:
+            connection.close()  # this thread's own connection
+
+    runner = threading.Thread(target=run)
     runner.start()
     try:
         deadline = time.monotonic() + 30
