@@ -86,7 +86,9 @@ def record_fetches(results: list[tuple[FetchReport, int]]) -> Recorded:
     """Apply a batch of fetch results (report, attempts before it) in one transaction.
 
     Returns url id -> new state. A URL that was no longer queued (its lease had expired
-    and another worker recorded it first) is left alone (state None).
+    and another worker recorded it first) is left alone: its state is None when that was
+    known on reading, or when it is the single result (the per-row count of a batch
+    is not known).
     """
     recorded = Recorded()
     recorded.gone = []
@@ -117,8 +119,17 @@ def record_fetches(results: list[tuple[FetchReport, int]]) -> Recorded:
             if t.dead_letter:
                 dead.append((report, t))
         with connection.cursor() as cursor:
-            cursor.executemany(_RECORD_SQL, params)
+            if len(params) == 1:
+                cursor.execute(_RECORD_SQL, params[0])
+                if cursor.rowcount == 0:  # recorded by another worker meanwhile
+                    recorded[params[0][-1]] = None
+                    recorded.gone = []
+                    return recorded
+            elif params:
+                cursor.executemany(_RECORD_SQL, params)
         for report, t in dead:
+            if not Url.objects.filter(id=report.url_id, state=UrlState.FAILED).exists():
+                continue  # the update above did not apply to this row
             DeadLetter.objects.update_or_create(
                 url_id=report.url_id,
                 defaults=dict(reason=t.outcome, last_status=report.status, attempts=t.attempts),
