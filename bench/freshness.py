@@ -77,8 +77,9 @@ from frontier import changerate
 from frontier.normalize import normalize
 
 from .changeweb.model import ChangeConfig, ChangeWeb, version_in_text
-from .changeweb.server import read_info
+from .changeweb.runner import run_server
 from .changeweb.truth import Truth
+from .httpserver import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 CRAWLER_PACKAGES = ("crawlerweb", "fetch", "frontier", "indexer")
@@ -88,7 +89,7 @@ POLITE_DELAY = 0.02          # Crawl-delay and CRAWLER_DEFAULT_DELAY, real secon
 SAMPLE_SECONDS = 0.5         # at most; a quarter of a simulated day on faster webs
 WARMUP_SHARE = 0.1           # of the simulated time, left out of the averages
 EXPLORE_VISITS = 3           # CRAWLER_RECRAWL_EXPLORE_VISITS, set explicitly for the diagnostics
-READY_TIMEOUT = 30.0         # seconds to wait for the server's info file
+READY_TIMEOUT = 30.0         # seconds to wait for the server, and for the crawler's first request
 STOP_TIMEOUT = 30.0          # seconds a stopped process may take to exit
 # True change rates per simulated day, for the per-class table: (name, low, high], "never" is 0.
 RATE_CLASSES = (("never", -1.0, 0.0), ("< weekly", 0.0, 1 / 7), ("weekly-daily", 1 / 7, 1.0),
@@ -167,38 +168,6 @@ def migrated_template(out: Path) -> Path:
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, check=True, timeout=120,
                    env=child_env(template, {}))
     return template
-
-
-@contextlib.contextmanager
-def changing_web(config: ChangeConfig, directory: Path):
-    """Serve the changing web; yields (Truth, request log path).  Stopped on leaving."""
-    info, log = directory / "server-info.json", directory / "requests.log"
-    proc = subprocess.Popen([sys.executable, "-m", "bench.changeweb", "serve", "--port", "0",
-                             "--hosts", str(config.hosts), "--pages", str(config.pages_per_host),
-                             "--seed", str(config.seed), "--day-seconds", repr(config.day_seconds),
-                             "--horizon-days", repr(config.horizon_days), "--crawl-delay", repr(config.crawl_delay),
-                             "--info", str(info), "--log", str(log), "--exit-with-parent"],
-                            cwd=ROOT, stdout=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while not info.exists():
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the changing web did not start (exit status {proc.poll()})")
-            time.sleep(0.05)
-        yield Truth(*read_info(info)), log
-    finally:
-        stop(proc)
-
-
-def stop(proc: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL after STOP_TIMEOUT."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def crawler_code() -> str:
@@ -431,7 +400,7 @@ def run_policy(policy: str, args, out: Path, template: Path) -> dict:
     settings = crawl_settings(args, policy, directory, oracle_file)
     code = crawler_code()
     seconds = args.days * args.day_seconds
-    with changing_web(web_config(args), directory) as (truth, log):
+    with run_server(directory, *web_config(args).to_argv(), ready_timeout=READY_TIMEOUT) as (truth, _, log, _):
         write_oracle_rates(truth, oracle_file)
         command = [sys.executable, "manage.py", "crawl", "--continuous", "--max-seconds", repr(seconds),
                    "--no-progress", *index_urls(truth)]
@@ -442,7 +411,7 @@ def run_policy(policy: str, args, out: Path, template: Path) -> dict:
                 window = (started + WARMUP_SHARE * seconds, started + seconds)
                 samples = sample_until(proc, truth, database, window, started)
             finally:
-                stop(proc)
+                stop_process(proc, STOP_TIMEOUT)
         if proc.returncode not in (0, -signal.SIGTERM):
             raise RuntimeError(f"{policy}: the crawl exited with {proc.returncode}; see {directory / 'crawl.err'}")
     requests, rows = read_requests(log), crawler_rows(database)

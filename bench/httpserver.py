@@ -35,15 +35,22 @@ request is logged with method and path "-".
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import json
 import os
 import resource
+import selectors
 import signal
 import socket
+import subprocess
+import sys
 import time
+from abc import ABC, abstractmethod
 from collections import deque
 from functools import partial
 from http import HTTPStatus
+from pathlib import Path
 from urllib.parse import urlsplit
 
 MAX_HEAD = 64 * 1024
@@ -144,7 +151,7 @@ def parse_head(head: bytes, want_headers: bool = False):
     return method, target.split("#", 1)[0], keep, length, headers
 
 
-class HTTPServer:
+class HTTPServer(ABC):
     """Shared state (hosts, log, open connections) and the plug-in points of a web.
 
     Subclasses define answer() and head(), and may set:
@@ -160,16 +167,16 @@ class HTTPServer:
         self.connections: set = set()
         self.connection_serial = itertools.count(1)
 
+    @abstractmethod
     def answer(self, host: Host, method: str, path: str, headers) -> tuple[int, bytes, bytes, tuple]:
         """(status, head, body, extra log fields) for a GET or HEAD of `path` (the body is
         dropped for a HEAD).  head: status line and header fields, without Connection and
         the blank line; it must carry Content-Length."""
-        raise NotImplementedError
 
+    @abstractmethod
     def head(self, status: int, headers) -> bytes:
         """The head (as in answer()) of a response with this status and these (name, value)
         header pairs, for the 400 and 405 answers."""
-        raise NotImplementedError
 
     def refusal(self, method: str) -> tuple[int, bytes, bytes, tuple]:
         """The answer to a malformed request (method "-": 400) or another method (405)."""
@@ -348,3 +355,61 @@ class HTTPProtocol(asyncio.Protocol):
             self.closed = True
             self.pending.clear()
             self.transport.close()
+
+
+# --- running a web in a subprocess (tests and benchmarks) ---------------------------------
+# A subprocess: the server must not share an event loop, a GIL or a process with the
+# crawler under test, and it must be killable cleanly.
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _wait_ready(proc: subprocess.Popen, timeout: float, what: str) -> dict:
+    """Read the server's stdout until its `READY {json}` line (bounded)."""
+    deadline = time.monotonic() + timeout
+    buffer = b""
+    fd = proc.stdout.fileno()
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError(f"{what} not READY within {timeout} s")
+            if not selector.select(remaining):
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                code = proc.wait(timeout=5)
+                raise RuntimeError(f"{what} exited (rc={code}) before READY")
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                if line.startswith(b"READY "):
+                    return json.loads(line[6:])
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 5.0) -> None:
+    """SIGTERM (a web flushes its log and exits 0), then SIGKILL after `timeout` seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=timeout)
+    if proc.stdout:
+        proc.stdout.close()
+
+
+@contextlib.contextmanager
+def serving(module: str, argv: list[str], *, ready_timeout: float = 20.0):
+    """Run `python -m <module> serve ARGV --exit-with-parent` until the block exits; yields
+    (process, the READY line's JSON). On exit the server is stopped with stop_process()."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    proc = subprocess.Popen([sys.executable, "-m", module, "serve", *argv, "--exit-with-parent"], cwd=REPO_ROOT,
+                            env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE)
+    try:
+        yield proc, _wait_ready(proc, ready_timeout, module)
+    finally:
+        stop_process(proc)

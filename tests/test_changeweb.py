@@ -1,7 +1,6 @@
 """Tests of the changing web (bench/changeweb): the pure schedule, content and truth, then
 the server over real HTTP on loopback (127.0.3.x, a free port).  Every network call has a
 timeout and every wait is bounded."""
-import contextlib
 import json
 import math
 import re
@@ -12,7 +11,6 @@ import sys
 import time
 from email.utils import formatdate
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 import requests
@@ -26,7 +24,7 @@ from bench.changeweb.model import (
     poisson_events,
     version_in_text,
 )
-from bench.changeweb.server import read_info
+from bench.changeweb.runner import run_server
 from bench.changeweb.truth import Truth
 from indexer.parse import parse_html
 
@@ -264,40 +262,9 @@ def test_freshness_and_age():
 
 
 # ------------------------------------------------------------------ the server
-class Served(NamedTuple):
-    truth: Truth
-    proc: subprocess.Popen
-    log: Path
-    info: Path
-
-
-@contextlib.contextmanager
-def _serve(tmp_path, *args):
-    """Run `python -m bench.changeweb serve --port 0 ...` until the block exits."""
-    info, log = tmp_path / "info.json", tmp_path / "requests.log"
-    proc = subprocess.Popen([sys.executable, "-m", "bench.changeweb", "serve", "--port", "0",
-                             "--info", str(info), "--log", str(log), "--exit-with-parent", *args],
-                            cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while not info.exists():
-            assert proc.poll() is None, "server exited before it was ready"
-            assert time.monotonic() < deadline, "server not ready within 10 s"
-            time.sleep(0.02)
-        yield Served(Truth(*read_info(info)), proc, log, info)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    with _serve(tmp_path_factory.mktemp("changeweb")) as server:
+    with run_server(tmp_path_factory.mktemp("changeweb")) as server:
         yield server.truth
 
 
@@ -388,7 +355,7 @@ def test_noise_pages_over_http(served, client):
 
 
 def test_every_request_is_logged_and_sigterm_flushes_the_log(tmp_path, client):
-    with _serve(tmp_path, "--hosts", "2", "--pages", "5", "--latency", "0.01") as server:
+    with run_server(tmp_path, "--hosts", "2", "--pages", "5", "--latency", "0.01") as server:
         web = server.truth.web
         base = f"http://{web.hosts[0]}"
         page_path = f"/page/{sorted(_pages(web, noise=False))[0][1]}"
@@ -417,7 +384,7 @@ def test_every_request_is_logged_and_sigterm_flushes_the_log(tmp_path, client):
 
 
 def test_the_info_file_and_the_truth_command(tmp_path):
-    with _serve(tmp_path, "--hosts", "3", "--pages", "4", "--epoch", "1234.5") as server:
+    with run_server(tmp_path, "--hosts", "3", "--pages", "4", "--epoch", "1234.5") as server:
         info = json.loads(server.info.read_text())
         out = subprocess.run([sys.executable, "-m", "bench.changeweb", "truth", "--info", str(server.info)],
                              cwd=ROOT, capture_output=True, text=True, timeout=20, check=True).stdout

@@ -94,6 +94,14 @@ class ChangeConfig:
     def netloc(self, index: int) -> str:
         return f"{host_address(index)}:{self.port}"
 
+    def to_argv(self) -> list[str]:
+        """The `serve` CLI flags describing this config (the port included)."""
+        return ["--port", str(self.port), "--hosts", str(self.hosts), "--pages", str(self.pages_per_host),
+                "--seed", str(self.seed), "--day-seconds", repr(float(self.day_seconds)),
+                "--horizon-days", repr(float(self.horizon_days)), "--crawl-delay", repr(float(self.crawl_delay)),
+                "--validators-fraction", repr(float(self.validators_fraction)),
+                "--noise-fraction", repr(float(self.noise_fraction)), "--latency", repr(float(self.latency))]
+
     def sim_day(self, wall_time: float, epoch: float) -> float:
         return (wall_time - epoch) / self.day_seconds
 
