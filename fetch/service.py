@@ -91,7 +91,8 @@ def fetch_one(results: Results, queued: frontier.QueuedUrl,
     if result.error == FetchError.DNS_UNAVAILABLE:
         return result, None
     status = result.status
-    if status == 304 or (status is not None and 200 <= status < 300 and _same_payload(result, queued)):
+    body_hash = indexer.content_hash(result.body) if status is not None and 200 <= status < 300 else None
+    if status == 304 or (body_hash is not None and _same_payload(result, body_hash, queued)):
         # an OSError (disk full) ends the session: its URLs wait
         profile = archive.NOT_MODIFIED if status == 304 else archive.IDENTICAL_PAYLOAD
         archive.record_revisit(result, profile, queued.payload_at)
@@ -106,7 +107,7 @@ def fetch_one(results: Results, queued: frontier.QueuedUrl,
         return result, None
     if 200 <= status < 300:
         page = indexer.prepare_page(url_id, url, status, result.content_type, result.charset, result.body,
-                                    archived=archived)
+                                    archived=archived, body_hash=body_hash)
         observation = indexer.compare_text(queued.text_hash, queued.simhash, page.fingerprint)
         if observation in (Observation.UNCHANGED, Observation.NOISE):  # the stored copy stands
             results.reports.append((FetchReport(url_id, status=status, detail=observation,
@@ -141,10 +142,9 @@ def conditional_headers(queued: frontier.QueuedUrl) -> dict[str, str] | None:
     return headers or None
 
 
-def _same_payload(result: http.FetchResult, queued: frontier.QueuedUrl) -> bool:
+def _same_payload(result: http.FetchResult, body_hash: str, queued: frontier.QueuedUrl) -> bool:
     """The whole body arrived and is the one archived last time."""
-    return (bool(queued.content_hash) and result.body_read and not result.error
-            and indexer.content_hash(result.body) == queued.content_hash)
+    return result.body_read and not result.error and body_hash == queued.content_hash
 
 
 def _validators(result: http.FetchResult) -> tuple[str, str]:

@@ -172,7 +172,7 @@ def _budget() -> float:
 
 # --- the plan: the budget's price, solved from every estimate (beat) --------------------
 
-_plan_cache: tuple[float, changerate.Plan, int] | None = None  # (read at, plan, pages)
+_plan_cache: tuple[float, "PlanView"] | None = None  # (read at, plan)
 _plan_lock = threading.Lock()
 PLAN_CACHE_SECONDS = 5.0
 
@@ -198,7 +198,7 @@ def current_plan() -> PlanView:
     else:
         view = PlanView(row[0], row[1], row[2])
     with _plan_lock:
-        _plan_cache = (time.monotonic(), view, view.pages)
+        _plan_cache = (time.monotonic(), view)
     return view
 
 
@@ -236,11 +236,10 @@ def plan_recrawl(now: datetime | None = None) -> RecrawlPlan:
     solved = changerate.solve_price(groups, _budget(), min_interval=low, max_interval=high,
                                     explore_interval=settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL,
                                     max_explore_share=settings.CRAWLER_RECRAWL_EXPLORE_SHARE)
-    plan, _ = RecrawlPlan.objects.get_or_create(pk=1)
-    RecrawlPlan.objects.filter(pk=1).update(price=solved.price, explore_freq=solved.explore_freq, budget=solved.budget,
-                                            planned=solved.planned, pages=sum(counts.values()), solved_at=now)
+    plan, _ = RecrawlPlan.objects.update_or_create(pk=1, defaults=dict(
+        price=solved.price, explore_freq=solved.explore_freq, budget=solved.budget, planned=solved.planned,
+        pages=sum(counts.values()), solved_at=now))
     forget_plan()
-    plan.refresh_from_db()
     _reschedule(now)
     return plan
 

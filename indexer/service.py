@@ -70,8 +70,9 @@ def looks_binary(body: bytes) -> bool:
 
 
 def prepare_page(url_id: int, url: str, status: int, content_type: str, charset: str | None,
-                 body: bytes, archived: tuple[str, int, int] | None = None) -> PreparedPage:
-    """Hash and parse one response; no database access."""
+                 body: bytes, archived: tuple[str, int, int] | None = None,
+                 body_hash: str | None = None) -> PreparedPage:
+    """Hash (unless the caller did: body_hash) and parse one response; no database access."""
     parsed = None
     if content_type in HTML_TYPES and not looks_binary(body):
         parsed = parse_html(
@@ -79,7 +80,8 @@ def prepare_page(url_id: int, url: str, status: int, content_type: str, charset:
             max_links=settings.CRAWLER_MAX_LINKS_PER_PAGE, max_chars=settings.CRAWLER_MAX_INDEX_CHARS,
         )
     text = fingerprint(parsed.title, parsed.headings, parsed.text) if parsed is not None else None
-    return PreparedPage(url_id, url, status, content_type, content_hash(body), len(body), parsed, archived, text)
+    return PreparedPage(url_id, url, status, content_type, body_hash or content_hash(body), len(body), parsed,
+                        archived, text)
 
 
 def compare_text(old_hash: str, old_simhash: int | None, new: Fingerprint | None) -> Observation:
