@@ -364,6 +364,27 @@ CRAWLER_SESSION_MAX_URLS = envint("CRAWLER_SESSION_MAX_URLS", 100, minimum=1)
 CRAWLER_SESSIONS_PER_PROCESS = envint("CRAWLER_SESSIONS_PER_PROCESS", 1000, minimum=1)
 # Search backend: dotted path to a class, or empty to pick by database vendor.
 CRAWLER_SEARCH_BACKEND = envstr("CRAWLER_SEARCH_BACKEND", "")
+# Search ranking (indexer/ranking.py, docs/search.md): two-group BM25F. The title+URL
+# group's weight against the headings+body group, the URL path's and the headings' weights
+# inside their groups, BM25's saturation k1 and length normalisation b.
+CRAWLER_SEARCH_TITLE_WEIGHT = envfloat("CRAWLER_SEARCH_TITLE_WEIGHT", 2.0)
+CRAWLER_SEARCH_URL_WEIGHT = envfloat("CRAWLER_SEARCH_URL_WEIGHT", 0.5)
+CRAWLER_SEARCH_HEADINGS_WEIGHT = envfloat("CRAWLER_SEARCH_HEADINGS_WEIGHT", 2.0)
+CRAWLER_SEARCH_K1 = envfloat("CRAWLER_SEARCH_K1", 1.2)
+CRAWLER_SEARCH_B = envfloat("CRAWLER_SEARCH_B", 0.75)
+# Weight of each part of a queried identifier scored as a term of its own (os, path, join
+# for os.path.join), against 1.0 for the whole.
+CRAWLER_SEARCH_PART_WEIGHT = envfloat("CRAWLER_SEARCH_PART_WEIGHT", 0.5)
+# Matching pages ranked exactly per query (the database pre-orders; pagination stops there).
+CRAWLER_SEARCH_CANDIDATES = envint("CRAWLER_SEARCH_CANDIDATES", 200, minimum=10)
+# Matches counted at most for "N results" (and for a term's document frequency).
+CRAWLER_SEARCH_COUNT_LIMIT = envint("CRAWLER_SEARCH_COUNT_LIMIT", 10_000, minimum=100)
+# Characters of a page's text searched for a snippet's first match.
+CRAWLER_SEARCH_SNIPPET_SCAN_CHARS = envint("CRAWLER_SEARCH_SNIPPET_SCAN_CHARS", 50_000, minimum=1000)
+# Characters of a query used (the rest is cut, and the answer says so).
+CRAWLER_SEARCH_MAX_QUERY_CHARS = envint("CRAWLER_SEARCH_MAX_QUERY_CHARS", 500, minimum=10)
+# Seconds a process reuses the corpus statistics (document count, average field lengths).
+CRAWLER_SEARCH_STATS_SECONDS = envfloat("CRAWLER_SEARCH_STATS_SECONDS", 60.0)
 # Wall-clock seconds one response (headers and body) may take in all.
 CRAWLER_TOTAL_DEADLINE = envfloat("CRAWLER_TOTAL_DEADLINE", 30.0, minimum=0.5)
 # The User-Agent header sent with every request.

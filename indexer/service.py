@@ -18,7 +18,7 @@ from django.db import transaction
 
 from frontier.vocabulary import Observation, PageDetail
 
-from .backends import get_search_backend
+from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint
 from .models import ContentFingerprint, Document
 from .parse import ParsedPage, parse_html
@@ -142,7 +142,7 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
                 indexable.append(doc.id)
                 details[doc.url_id] = PageDetail.INDEXED
         if indexable:
-            backend.add(indexable)
+            backend.add([doc for doc in docs if doc.id in indexable])
             Document.objects.filter(id__in=indexable).update(indexed=True)
     return details
 
@@ -164,8 +164,25 @@ def _claim_fingerprints(docs: list[Document]) -> dict[str, int]:
     return dict(ContentFingerprint.objects.filter(content_hash__in=list(claims)).values_list("content_hash", "document_id"))
 
 
-def search(query: str, limit: int = 10, offset: int = 0):
+def search(query: str, limit: int = 10, offset: int = 0) -> SearchResults:
+    """One page of ranked hits (iterable) with the total match count; see indexer.query
+    for what a query may say."""
     return get_search_backend().search(query, limit=limit, offset=offset)
+
+
+def reindex(batch: int = 200, progress=None) -> int:
+    """Rebuild the whole full-text index from the stored documents (after the analyzer or
+    the index layout changed). Returns how many documents were indexed."""
+    backend = get_search_backend()
+    fields = ["id", "address", "title", "headings", "body"]
+    with transaction.atomic():
+        backend.clear()
+        ids = list(Document.objects.filter(indexed=True).order_by("id").values_list("id", flat=True))
+        for start in range(0, len(ids), batch):
+            backend.add(list(Document.objects.filter(id__in=ids[start:start + batch]).only(*fields)))
+            if progress:
+                progress(min(start + batch, len(ids)), len(ids))
+    return len(ids)
 
 
 def document_counts() -> dict:

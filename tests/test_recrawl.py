@@ -206,7 +206,7 @@ def test_gone_twice_in_a_row_leaves_the_index(site, settings):
     assert [hit.url for hit in search("quarantine")] == [url]  # once may be a hiccup
     revisit(url)
     assert Url.objects.get(url=url).state == "gone"
-    assert search("quarantine") == [] and not Document.objects.get(url__url=url).indexed
+    assert list(search("quarantine")) == [] and not Document.objects.get(url__url=url).indexed
 
 
 def test_failures_back_off_one_two_four_eight_weeks_then_dead_letter(site, settings):

@@ -5,15 +5,16 @@ import pytest
 from django.db import connection
 
 from frontier.models import Host, Url
-from indexer.backends import get_search_backend
+from indexer.backends import SearchResults, get_search_backend
 from indexer.models import Document
 
 pytestmark = pytest.mark.django_db
 
 
-def make_doc(n, title="", headings="", body=""):
-    host, _ = Host.objects.get_or_create(origin="http://h.test")
-    url = Url.objects.create(url_hash=f"{n:032x}", url=f"http://h.test/{n}", host=host)
+def make_doc(n, title="", headings="", body="", address=None):
+    address = address or f"http://h.test/{n}"
+    host, _ = Host.objects.get_or_create(origin="/".join(address.split("/")[:3]))
+    url = Url.objects.create(url_hash=f"{n:032x}", url=address, host=host)
     return Document.objects.create(url=url, address=url.url, title=title, headings=headings, body=body,
                                    content_hash=f"{n:064x}")
 
@@ -30,7 +31,7 @@ def test_it_uses_the_backend_of_the_database(backend):
 
 def test_it_finds_a_word_on_exactly_one_page_first(backend):
     docs = [make_doc(i, f"Page {i}", "", f"common words about crawling number{i}") for i in range(5)]
-    backend.add([d.id for d in docs])
+    backend.add(docs)
     hits = backend.search("number3")
     assert [h.url for h in hits] == ["http://h.test/3"]
     assert hits[0].title == "Page 3" and "number3" in hits[0].snippet_text
@@ -40,7 +41,7 @@ def test_it_ranks_title_above_headings_above_body(backend):
     body = make_doc(1, "Alpha", "", "the zeppelin appears in the body only " + "filler " * 30)
     heading = make_doc(2, "Beta", "zeppelin history", "filler " * 30)
     title = make_doc(3, "Zeppelin", "", "filler " * 30)
-    backend.add([body.id, heading.id, title.id])
+    backend.add([body, heading, title])
     assert [h.document_id for h in backend.search("zeppelin")] == [title.id, heading.id, body.id]
     scores = [h.score for h in backend.search("zeppelin")]
     assert scores == sorted(scores, reverse=True)
@@ -49,20 +50,20 @@ def test_it_ranks_title_above_headings_above_body(backend):
 def test_it_requires_every_query_word(backend):
     a = make_doc(1, "a", "", "apple banana")
     b = make_doc(2, "b", "", "apple cherry")
-    backend.add([a.id, b.id])
+    backend.add([a, b])
     assert [h.document_id for h in backend.search("apple cherry")] == [b.id]
     assert {h.document_id for h in backend.search("apple")} == {a.id, b.id}
 
 
 def test_it_stems_english_words(backend):
     doc = make_doc(1, "x", "", "the crawlers were crawling politely")
-    backend.add([doc.id])
+    backend.add([doc])
     assert [h.document_id for h in backend.search("crawler")] == [doc.id]
 
 
 def test_it_marks_matches_in_snippets(backend):
     doc = make_doc(1, "x", "", "lorem ipsum " * 20 + "the quixotic term sits here " + "dolor " * 20)
-    backend.add([doc.id])
+    backend.add([doc])
     hit = backend.search("quixotic")[0]
     assert "<mark>quixotic</mark>" in hit.snippet_html
     assert "quixotic" in hit.snippet_text and "\x02" not in hit.snippet_text
@@ -71,13 +72,13 @@ def test_it_marks_matches_in_snippets(backend):
 
 def test_it_escapes_html_in_snippets(backend):
     doc = make_doc(1, "x", "", "<script>alert(1)</script> payloadword")
-    backend.add([doc.id])
+    backend.add([doc])
     assert "<script>" not in backend.search("payloadword")[0].snippet_html
 
 
 def test_it_deletes_documents(backend):
     a, b = make_doc(1, "a", "", "shared word"), make_doc(2, "b", "", "shared word")
-    backend.add([a.id, b.id])
+    backend.add([a, b])
     Document.objects.filter(id__in=[a.id, b.id]).update(indexed=True)
     backend.delete([a.id])
     assert [h.document_id for h in backend.search("shared")] == [b.id]
@@ -85,7 +86,7 @@ def test_it_deletes_documents(backend):
 
 def test_it_pages_results(backend):
     docs = [make_doc(i, f"t{i}", "", "pagingword " * (i + 1)) for i in range(6)]
-    backend.add([d.id for d in docs])
+    backend.add(docs)
     first, second = backend.search("pagingword", limit=3), backend.search("pagingword", limit=3, offset=3)
     assert len(first) == 3 and len(second) == 3
     assert not {h.document_id for h in first} & {h.document_id for h in second}
@@ -94,26 +95,151 @@ def test_it_pages_results(backend):
 @pytest.mark.parametrize("query", ["", "   ", "!!! ???", "\"unbalanced", "a AND OR NOT (", "'; DROP TABLE text; --"])
 def test_it_accepts_any_query_string(backend, query):
     doc = make_doc(1, "x", "", "drop table text")
-    backend.add([doc.id])
+    backend.add([doc])
     hits = backend.search(query)
-    assert isinstance(hits, list)
+    assert isinstance(hits, SearchResults) and hits.total == len(hits.hits)
     if query.startswith("'"):
         assert [h.document_id for h in hits] == [doc.id]  # only its words count: drop table text
 
 
 def test_it_forgets_a_document_deleted_with_its_url(backend):
     doc = make_doc(1, "x", "", "ephemeralword")
-    backend.add([doc.id])
+    backend.add([doc])
     Document.objects.filter(id=doc.id).update(indexed=True)
     Url.objects.filter(id=doc.url_id).delete()  # cascades to the document
-    assert backend.search("ephemeralword") == []
+    assert list(backend.search("ephemeralword")) == []
 
 
 def test_it_clears_the_index(backend):
     doc = make_doc(1, "x", "", "clearword")
-    backend.add([doc.id])
+    backend.add([doc])
     backend.clear()
-    assert backend.search("clearword") == []
+    assert list(backend.search("clearword")) == []
+
+
+# -- identifiers, fields, fallback, snippets, site:, phrases, counts (issue 16) -----------------
+
+def ids(results):
+    return [h.document_id for h in results]
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("os.path.join", "join"),
+    ("zipfile.Path read_text", "zip"),
+    ("read_text", "zip"),
+    ("current_database", "funcs"),
+    ("PL/Perl", "plperl"),
+    ("pg_dump", "plperl"),
+    ("--help-env", "plperl"),
+    ("__setitem__", "plperl"),
+])
+def test_it_finds_identifiers_as_written(backend, query, expected):
+    docs = {
+        "join": make_doc(1, "os.path — pathname functions", "", "os.path.join(path, *paths) joins path components."),
+        "zip": make_doc(2, "zipfile — ZIP archives", "", "zipfile.Path.read_text(encoding) reads the file as text."),
+        "funcs": make_doc(3, "System information", "", "current_database() returns the name of the database."),
+        "plperl": make_doc(4, "PL/Perl", "", "Run pg_dump --help-env first; __setitem__ is a hook."),
+        "prose": make_doc(5, "Prose", "", "the current database path is read as text " * 5 + " join perl dump help env"),
+    }
+    backend.add(list(docs.values()))
+    assert ids(backend.search(query))[0] == docs[expected].id
+
+
+def test_an_identifier_is_a_token_not_a_phrase_of_prose(backend):
+    definition = make_doc(1, "Functions", "", "current_database() is defined here. " + "filler " * 200)
+    prose = [make_doc(i, f"Notes {i}", "", "connect to the current database first. " * 3) for i in range(2, 8)]
+    backend.add([definition, *prose])
+    # The prose pages match too (its parts in order), but the identifier's page comes first.
+    assert ids(backend.search("current_database"))[0] == definition.id
+    assert set(ids(backend.search("current database"))) >= {p.id for p in prose}
+
+
+def test_the_title_field_outranks_a_table_of_contents(backend):
+    page = make_doc(1, "shutil.copytree — copy a directory tree", "Parameters",
+                    "shutil.copytree(src, dst) copies recursively. " + "details about copying files " * 150)
+    contents = make_doc(2, "shutil module contents", "", "shutil.copy shutil.copy2 shutil.copytree shutil.rmtree")
+    backend.add([page, contents])
+    assert ids(backend.search("shutil.copytree")) == [page.id, contents.id]
+
+
+def test_it_falls_back_to_any_word_when_no_page_has_all(backend):
+    a = make_doc(1, "Batch jobs", "", "run many jobs at once")
+    b = make_doc(2, "Other", "", "nothing relevant")
+    backend.add([a, b])
+    strict = backend.search("jobs")
+    assert not strict.any_word and ids(strict) == [a.id]
+    loose = backend.search("batch mode")
+    assert loose.any_word and ids(loose) == [a.id] and loose.total == 1
+
+
+def test_it_counts_all_matches_not_only_the_page(backend):
+    docs = [make_doc(i, f"t{i}", "", "countword here") for i in range(15)]
+    backend.add(docs)
+    results = backend.search("countword", limit=5)
+    assert len(results) == 5 and results.total == 15 and not results.total_is_lower_bound
+
+
+def test_site_restricts_to_a_host_and_its_subdomains(backend):
+    a = make_doc(1, "a", "", "sitedword", address="http://docs.alpha.test/a")
+    b = make_doc(2, "b", "", "sitedword", address="http://alpha.test/b")
+    c = make_doc(3, "c", "", "sitedword", address="http://beta.test/c")
+    backend.add([a, b, c])
+    assert set(ids(backend.search("sitedword site:alpha.test"))) == {a.id, b.id}
+    assert ids(backend.search("sitedword site:docs.alpha.test")) == [a.id]
+    assert ids(backend.search("site:https://beta.test/ sitedword")) == [c.id]
+    assert ids(backend.search("sitedword site:gamma.test")) == []
+
+
+def test_page_text_cannot_forge_a_site(backend):
+    a = make_doc(1, "a", "", "site=alpha.test forgedword", address="http://beta.test/a")
+    backend.add([a])
+    assert ids(backend.search("forgedword site:alpha.test")) == []
+
+
+def test_quoted_phrases_need_the_words_in_order(backend):
+    a = make_doc(1, "a", "", "the quick brown fox")
+    b = make_doc(2, "b", "", "the brown quick fox")
+    backend.add([a, b])
+    assert ids(backend.search('"quick brown"')) == [a.id]
+    assert set(ids(backend.search("quick brown"))) == {a.id, b.id}
+    assert ids(backend.search('"brown quick" fox')) == [b.id]
+
+
+def test_a_literal_script_tag_in_text_hides_nothing(backend):
+    doc = make_doc(1, "x", "", "Write <script> in HTML. " + "words " * 50 + " afterscriptword")
+    backend.add([doc])
+    assert ids(backend.search("afterscriptword")) == [doc.id]
+
+
+def test_a_long_page_is_searchable_to_its_end(backend):
+    doc = make_doc(1, "Long", "", "filler text " * 12_000 + " autovacuum_multixact_freeze_table_age at the end")
+    backend.add([doc])
+    assert ids(backend.search("autovacuum_multixact_freeze_table_age")) == [doc.id]
+
+
+def test_snippets_highlight_identifier_parts_in_a_bounded_window(backend):
+    doc = make_doc(1, "x", "", "intro words " * 400 + "call os.path.join here and the join again " + "tail " * 400)
+    backend.add([doc])
+    hit = backend.search("join")[0]
+    assert "<mark>os.path.join</mark>" in hit.snippet_html and "<mark>join</mark>" in hit.snippet_html
+    assert len(hit.snippet_text) < 400
+
+
+def test_a_match_beyond_the_snippet_scan_gives_the_text_start(backend, settings):
+    settings.CRAWLER_SEARCH_SNIPPET_SCAN_CHARS = 1000
+    doc = make_doc(1, "x", "", "opening sentence. " + "filler " * 500 + " farword")
+    backend.add([doc])
+    hit = backend.search("farword")[0]
+    assert hit.snippet_text.startswith("opening sentence.") and "\x02" not in hit.snippet
+
+
+@pytest.mark.parametrize("query", ["\x00nulword\x00", "nulword " + "x" * 10_000, "nulword " + "word " * 2000])
+def test_hostile_queries_get_a_bounded_answer(backend, query):
+    doc = make_doc(1, "x", "", "nulword")
+    backend.add([doc])
+    results = backend.search(query)
+    assert ids(results) == [doc.id] or results.query.truncated
+    assert len(results.query.text) <= 500 and len(results.query.terms) <= 32
 
 
 @pytest.mark.postgres

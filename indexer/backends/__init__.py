@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import connections
 from django.utils.module_loading import import_string
 
-from .base import SearchBackend, SearchHit
+from .base import SearchBackend, SearchHit, SearchResults
 
 BY_VENDOR = {
     "postgresql": "indexer.backends.postgres.PostgresSearchBackend",
@@ -20,4 +20,4 @@ def get_search_backend(using: str = "default") -> SearchBackend:
     return import_string(path)(using=using)
 
 
-__all__ = ["get_search_backend", "SearchBackend", "SearchHit"]
+__all__ = ["get_search_backend", "SearchBackend", "SearchHit", "SearchResults"]

@@ -1,16 +1,31 @@
 """The search backend interface. One implementation per database; one contract test suite
-(tests/test_search_contract.py) runs against each."""
+(tests/test_search_contract.py) runs against each.
 
-import re
+Both index the analyzer's tokens (indexer.analyzer), never the database's own text parser,
+so a page and a query are cut into the same tokens on every backend. The search algorithm
+is shared (SearchBackend.search): parse the query, count the pages that have every term
+(falling back to any term when none has them all), rank a bounded candidate set with the
+two-group BM25F of indexer.ranking, cut snippets from a bounded prefix of each shown page.
+A backend supplies the database parts: match expressions, counts, candidates and prefixes.
+"""
+
+import contextlib
+import time
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime
+from datetime import timezone as dt_timezone
 
+from django.conf import settings
+from django.utils.dateparse import parse_datetime
 from django.utils.html import escape
+
+from .. import ranking
+from ..query import Query, Term, parse
 
 # Snippets mark matched terms with these control characters; callers render them as
 # <mark> (HTML) or strip them (plain text). They never occur in extracted page text.
 MARK_START, MARK_END = "\x02", "\x03"
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 @dataclass(frozen=True)
@@ -20,6 +35,7 @@ class SearchHit:
     title: str
     snippet: str  # with MARK_START/MARK_END around matches
     score: float  # higher is better
+    fetched_at: datetime | None = None
 
     @property
     def snippet_text(self) -> str:
@@ -30,27 +46,63 @@ class SearchHit:
         return escape(self.snippet).replace(MARK_START, "<mark>").replace(MARK_END, "</mark>")
 
     def as_dict(self) -> dict:
-        return {"url": self.url, "title": self.title, "snippet": self.snippet_text, "score": self.score}
+        return {"url": self.url, "title": self.title, "snippet": self.snippet_text, "score": round(self.score, 4),
+                "fetched_at": self.fetched_at.isoformat() if self.fetched_at else None}
 
 
-def query_terms(query: str) -> list[str]:
-    """Words of a user query; punctuation and operators are ignored (AND of all words)."""
-    return _WORD.findall(query.lower())[:32]
+@dataclass
+class SearchResults:
+    """One page of hits, best first, and how many pages matched in all."""
+
+    query: Query
+    hits: list[SearchHit] = field(default_factory=list)
+    total: int = 0
+    total_is_lower_bound: bool = False  # counting stopped at CRAWLER_SEARCH_COUNT_LIMIT
+    any_word: bool = False  # no page had every term: these have some of them
+
+    def __iter__(self):
+        return iter(self.hits)
+
+    def __len__(self):
+        return len(self.hits)
+
+    def __getitem__(self, item):
+        return self.hits[item]
+
+
+@dataclass
+class Candidate:
+    """A page that matched, with what the backend knows of it for ranking."""
+
+    document_id: int
+    address: str
+    title: str
+    fetched_at: datetime | None
+    long_score: float  # the headings+body group of the formula, computed by the backend
+    score: float = 0.0
+
+
+def as_datetime(value) -> datetime | None:
+    """A raw cursor's timestamp (SQLite returns text) as an aware datetime."""
+    if value is None or isinstance(value, datetime):
+        return value
+    parsed = parse_datetime(value)
+    return parsed if parsed is None or parsed.tzinfo else parsed.replace(tzinfo=dt_timezone.utc)
 
 
 class SearchBackend(ABC):
-    """Documents are rows of indexer.Document; a backend keeps its own index of them.
+    """Documents are rows of indexer.Document; a backend keeps its own index of them."""
 
-    Title weighs most, then headings, then body. Search is an AND of the query's words,
-    best first, with a snippet of the body around the matches.
-    """
+    _stats_cache: dict = {}
 
     def __init__(self, using: str = "default"):
         self.using = using
 
+    # -- writing -------------------------------------------------------------------------
+
     @abstractmethod
-    def add(self, document_ids: list[int]) -> None:
-        """Index (or re-index) these documents."""
+    def add(self, documents: list) -> None:
+        """Index (or re-index) these documents (objects with id, address, title, headings, body)."""
 
     @abstractmethod
     def delete(self, document_ids: list[int]) -> None:
@@ -60,6 +112,92 @@ class SearchBackend(ABC):
     def clear(self) -> None:
         """Empty the index (tests; a full re-index)."""
 
+    # -- the database's part of searching -------------------------------------------------
+
     @abstractmethod
-    def search(self, query: str, limit: int = 10, offset: int = 0) -> list[SearchHit]:
-        """Hits for the query's words, best first."""
+    def count(self, query: Query, any_word: bool, cap: int) -> int:
+        """Pages matching the query (every term, or any term), counting at most cap."""
+
+    @abstractmethod
+    def document_frequencies(self, terms: list[Term], cap: int) -> list[int]:
+        """Pages containing each term, each counted up to cap."""
+
+    @abstractmethod
+    def candidates(self, query: Query, any_word: bool, limit: int, exhaustive: bool, terms: list[Term],
+                   idfs: list[float], stats: ranking.CorpusStats, weights: ranking.Weights) -> list[Candidate]:
+        """At most limit matching pages, the likely best, with their long-group score over
+        terms (the typed terms; idfs: theirs). exhaustive: every match fits in limit, so no
+        pre-ordering is needed."""
+
+    @abstractmethod
+    def prefixes(self, document_ids: list[int], chars: int) -> dict[int, str]:
+        """The first chars characters of each document's body (for snippets)."""
+
+    @abstractmethod
+    def read_corpus_stats(self) -> ranking.CorpusStats:
+        """Document count and average field lengths, in tokens."""
+
+    def corpus_stats(self) -> ranking.CorpusStats:
+        """read_corpus_stats, cached per process for CRAWLER_SEARCH_STATS_SECONDS: averages
+        move slowly, and reading them is a scan of the index's small side columns."""
+        key = (type(self).__name__, self.using)
+        cached = self._stats_cache.get(key)
+        if cached and time.monotonic() - cached[0] < settings.CRAWLER_SEARCH_STATS_SECONDS:
+            return cached[1]
+        stats = self.read_corpus_stats()
+        SearchBackend._stats_cache[key] = (time.monotonic(), stats)
+        return stats
+
+    def forget_corpus_stats(self) -> None:
+        SearchBackend._stats_cache.pop((type(self).__name__, self.using), None)
+
+    # -- the shared algorithm ---------------------------------------------------------------
+
+    def reading(self):
+        """A context the search's statements run in (a backend may set planner options)."""
+        return contextlib.nullcontext()
+
+    def search(self, query: str | Query, limit: int = 10, offset: int = 0) -> SearchResults:
+        parsed = query if isinstance(query, Query) else parse(query)
+        results = SearchResults(parsed)
+        if parsed.empty:
+            return results
+        with self.reading():
+            return self._search(parsed, results, limit, offset)
+
+    def _search(self, parsed: Query, results: SearchResults, limit: int, offset: int) -> SearchResults:
+        from ..snippets import make_snippet
+
+        cap = settings.CRAWLER_SEARCH_COUNT_LIMIT
+        total = self.count(parsed, False, cap)
+        if not total and len(parsed.terms) + len(parsed.phrases) > 1:
+            total = self.count(parsed, True, cap)
+            results.any_word = bool(total)
+        results.total, results.total_is_lower_bound = total, total >= cap
+        if not total or offset >= total:
+            return results
+        stats = self.corpus_stats()
+        weights = ranking.Weights.from_settings()
+        scored = parsed.scored_terms
+        terms = [term for term, _ in scored]
+        dfs = self.document_frequencies(terms, cap)
+        idfs = [ranking.idf(df, max(stats.documents, df)) * weight for df, (_, weight) in zip(dfs, scored)]
+        pool = max(settings.CRAWLER_SEARCH_CANDIDATES, offset + limit)
+        typed = len(parsed.typed_terms)  # the parts of identifiers weigh in the short group only
+        found = self.candidates(parsed, results.any_word, pool, total < min(pool, cap), terms[:typed], idfs[:typed],
+                                stats, weights)
+        for candidate in found:
+            fields = ranking.ShortFields.of(candidate.title, candidate.address)
+            candidate.score = ranking.short_score(fields, terms, idfs, stats, weights) + candidate.long_score
+        found.sort(key=lambda c: (-c.score, c.document_id))
+        shown = found[offset:offset + limit]
+        texts = self.prefixes([c.document_id for c in shown], settings.CRAWLER_SEARCH_SNIPPET_SCAN_CHARS)
+        highlight = parsed.highlight_tokens
+        results.hits = [
+            SearchHit(c.document_id, c.address, c.title,
+                      make_snippet(texts.get(c.document_id, ""), highlight, parsed.text,
+                                   settings.CRAWLER_SEARCH_SNIPPET_SCAN_CHARS),
+                      c.score, c.fetched_at)
+            for c in shown
+        ]
+        return results

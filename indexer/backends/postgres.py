@@ -1,70 +1,221 @@
-"""PostgreSQL full text: a tsvector per document in indexer_pg_index, GIN-indexed.
+"""PostgreSQL full text: the worker builds each document's weighted tsvector from the
+analyzer's tokens and sends it as a literal; the query becomes a tsquery the same way.
+PostgreSQL parses neither text nor query (to_tsvector was 4.5 ms of its 5.8 ms per page),
+so identifiers, `<script>` in a page's text and the english configuration cannot disagree
+with the query. GIN-indexed; no foreign key to indexer_document (Django's flush must be able
+to TRUNCATE that table; delete() runs from a pre_delete signal and search joins documents).
 
-No foreign key to indexer_document: Django's flush must be able to TRUNCATE that table.
-Entries are removed by delete() (called from a pre_delete signal), and search joins the
-document table, so an orphan could never be shown anyway.
+Positions run title (weight A), URL path words (D), headings (B), body (C), so a lexeme's
+positions list its fields in that order. PostgreSQL keeps at most 256 positions per lexeme
+and positions up to 16383; later ones share the last position (phrases deep in a very long
+page can miss; identifiers are single tokens and do not need positions).
 
-Weights: title A, headings B, body C; ranked with ts_rank_cd. Snippets come from
-ts_headline, computed only for the page of results (it re-parses the body).
+Ranking: the long group's term frequencies come from ts_rank with one field's weight set:
+for a one-lexeme query it is 1 + Σ 1/(i+1)² over that field's positions i (ordinal among
+the lexeme's positions), which is inverted back to a count (tf_from_rank).
 """
 
-from django.db import connections
+import bisect
+import contextlib
+from collections import Counter
 
-from .base import MARK_END, MARK_START, SearchBackend, SearchHit, query_terms
+from django.db import connections, transaction
 
-CONFIG = "english"
+from .. import ranking
+from ..fields import index_fields
+from ..query import Query, Term, site_token
+from .base import Candidate, SearchBackend
 
 CREATE_SQL = [
     """CREATE TABLE IF NOT EXISTS indexer_pg_index (
         document_id bigint PRIMARY KEY,
-        vector tsvector NOT NULL)""",
+        vector tsvector NOT NULL,
+        title_len integer NOT NULL DEFAULT 0,
+        url_len integer NOT NULL DEFAULT 0,
+        long_len integer NOT NULL DEFAULT 0)""",
     "CREATE INDEX IF NOT EXISTS indexer_pg_index_vector ON indexer_pg_index USING GIN (vector)",
 ]
 DROP_SQL = ["DROP TABLE IF EXISTS indexer_pg_index"]
 
-# A document's weighted vector, from its indexer_document row (bench.run measures its cost).
-VECTOR_SQL = f"""setweight(to_tsvector('{CONFIG}', coalesce(title, '')), 'A')
-    || setweight(to_tsvector('{CONFIG}', coalesce(headings, '')), 'B')
-    || setweight(to_tsvector('{CONFIG}', coalesce(body, '')), 'C')"""
+MAX_POSITION = 16383  # PostgreSQL's limits on tsvector positions
+MAX_POSITIONS = 256
+# ts_rank's weight array is {D, C, B, A}: url, body, headings, title.
+HEADINGS_ONLY, BODY_ONLY = "{0,0,1,0}", "{0,1,0,0}"
+BASEL = 1.64493406685  # ts_rank divides by π²/6
+# _CUMULATIVE[k] = Σ_{i=1..k} 1/(i+1)²: the rank of positions after a field's first.
+_CUMULATIVE = [0.0]
+for _i in range(1, 2 * MAX_POSITIONS + 2):
+    _CUMULATIVE.append(_CUMULATIVE[-1] + 1 / (_i + 1) ** 2)
+
+
+def _lexeme(token: str) -> str:
+    return "'" + token.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+# "12A"-style position labels, made once: formatting them per token was most of the cost.
+_LABELS = {weight: [f"{p}{weight}" for p in range(MAX_POSITION + 1)] for weight in "ABCD"}
+
+
+def tsvector_literal(fields) -> str:
+    """The tsvector of an IndexedFields, as PostgreSQL's input syntax."""
+    positions: dict[str, list[str]] = {}
+    at_last_position = set()  # tokens already given the last position (PostgreSQL's cap)
+    position = 0
+    for stream, weight in ((fields.title, "A"), (fields.url, "D"), (fields.headings, "B"), (fields.body, "C")):
+        labels = _LABELS[weight]
+        position += 1  # a gap: no phrase spans two fields
+        for token in stream:
+            position += 1
+            if position >= MAX_POSITION:
+                if token in at_last_position:
+                    continue
+                at_last_position.add(token)
+                label = labels[MAX_POSITION]
+            else:
+                label = labels[position]
+            kept = positions.get(token)
+            if kept is None:
+                positions[token] = [label]
+            elif len(kept) < MAX_POSITIONS:
+                kept.append(label)
+    parts = [f"{_lexeme(t)}:{','.join(ps)}" for t, ps in positions.items()]
+    parts.extend(_lexeme(s) for s in fields.sites)
+    return " ".join(parts)
+
+
+def term_tsquery(term: Term) -> str:
+    """The whole token, or the parts in order."""
+    alternatives = [_lexeme(term.whole)] if term.whole else []
+    if term.parts:
+        alternatives.append("(" + " <-> ".join(_lexeme(p) for p in term.parts) + ")")
+    return "(" + " | ".join(alternatives) + ")"
+
+
+def query_tsquery(query: Query, any_word: bool) -> str:
+    required = [term_tsquery(t) for t in query.terms]
+    required += ["(" + " <-> ".join(_lexeme(t) for t in phrase) + ")" for phrase in query.phrases]
+    words = "(" + " | ".join(required) + ")" if any_word else " & ".join(required)
+    if query.sites:
+        words += " & (" + " | ".join(_lexeme(site_token(s)) for s in query.sites) + ")"
+    return words
+
+
+def primary_lexeme(term: Term) -> str:
+    """The lexeme whose positions stand for the term in the tf count."""
+    return term.whole or (term.parts[-1] if term.parts else "")
+
+
+def tf_from_rank(rank: float, before: int) -> int:
+    """Invert ts_rank for one lexeme and one field: the field's occurrence count, given how
+    many positions of the lexeme come before the field (in earlier fields)."""
+    if rank <= 0:
+        return 0
+    extra = rank * BASEL - 1 + _CUMULATIVE[min(before, len(_CUMULATIVE) - 1)]
+    return max(1, bisect.bisect_left(_CUMULATIVE, extra - 1e-6) - before + 1)
 
 
 class PostgresSearchBackend(SearchBackend):
-    def add(self, document_ids):
-        if not document_ids:
+    @contextlib.contextmanager
+    def reading(self):
+        # The planner does not cost detoasting: a table of large (TOASTed) vectors looks
+        # small, so it scans and decompresses every vector (25 ms at 2,000 pages) instead of
+        # asking the GIN index (0.1 ms). Inside the search's own transaction only.
+        with transaction.atomic(using=self.using):
+            with connections[self.using].cursor() as cur:
+                cur.execute("SET LOCAL enable_seqscan = off")
+            yield
+
+    def add(self, documents):
+        if not documents:
             return
+        rows = []
+        for doc in documents:
+            f = index_fields(doc)
+            rows.append((doc.id, tsvector_literal(f), len(f.title), len(f.url), f.long_length))
         with connections[self.using].cursor() as cur:
-            cur.execute(
-                f"""INSERT INTO indexer_pg_index (document_id, vector)
-                    SELECT id, {VECTOR_SQL} FROM indexer_document WHERE id = ANY(%s)
-                    ON CONFLICT (document_id) DO UPDATE SET vector = EXCLUDED.vector""",
-                [list(document_ids)],
+            cur.executemany(
+                """INSERT INTO indexer_pg_index (document_id, vector, title_len, url_len, long_len)
+                   VALUES (%s, %s::tsvector, %s, %s, %s)
+                   ON CONFLICT (document_id) DO UPDATE SET vector = EXCLUDED.vector,
+                       title_len = EXCLUDED.title_len, url_len = EXCLUDED.url_len, long_len = EXCLUDED.long_len""",
+                rows,
             )
+        self.forget_corpus_stats()
 
     def delete(self, document_ids):
         with connections[self.using].cursor() as cur:
             cur.execute("DELETE FROM indexer_pg_index WHERE document_id = ANY(%s)", [list(document_ids)])
+        self.forget_corpus_stats()
 
     def clear(self):
         with connections[self.using].cursor() as cur:
             cur.execute("TRUNCATE indexer_pg_index")
+        self.forget_corpus_stats()
 
-    def search(self, query, limit=10, offset=0):
-        terms = query_terms(query)
-        if not terms:
-            return []
-        tsquery = " & ".join(f"'{t}'" for t in terms)  # words only: \w+ cannot break quoting
-        options = f"StartSel={MARK_START}, StopSel={MARK_END}, MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=\" … \""
+    def _count(self, tsquery: str, cap: int) -> int:
+        with connections[self.using].cursor() as cur:
+            cur.execute("SELECT count(*) FROM (SELECT 1 FROM indexer_pg_index WHERE vector @@ %s::tsquery LIMIT %s) s",
+                        [tsquery, cap])
+            return cur.fetchone()[0]
+
+    def count(self, query, any_word, cap):
+        return self._count(query_tsquery(query, any_word), cap)
+
+    def document_frequencies(self, terms, cap):
+        # The document frequency of the token the term's tf counts: an identifier's whole is
+        # rare even when its parts are everywhere, and that is the point of it.
+        return [self._count(_lexeme(primary_lexeme(t)), cap) for t in terms]
+
+    def candidates(self, query, any_word, limit, exhaustive, terms, idfs, stats, weights):
+        lexemes = [primary_lexeme(t) for t in terms]
+        rank_columns = "".join(
+            f", ts_rank('{HEADINGS_ONLY}', top.vector, %s::tsquery, 0), ts_rank('{BODY_ONLY}', top.vector, %s::tsquery, 0)"
+            for _ in lexemes)
+        params = [query_tsquery(query, any_word), settings_pool(limit), limit]
+        for lexeme in lexemes:
+            params += [_lexeme(lexeme), _lexeme(lexeme)]
+        # A bounded candidate set: at most CRAWLER_SEARCH_CANDIDATES * 10 matches from the GIN
+        # index, cut to `limit` by ts_rank (title-heavy weights) before the exact formula;
+        # when every match fits, no pre-order (each ts_rank decompresses a vector).
+        order = "" if exhaustive else "ORDER BY ts_rank('{0.3,0.1,0.4,1.0}', m.vector, q.query) DESC, m.document_id"
         with connections[self.using].cursor() as cur:
             cur.execute(
-                f"""WITH q AS (SELECT to_tsquery('{CONFIG}', %s) AS query),
-                    top AS (
-                        SELECT i.document_id, ts_rank_cd(i.vector, q.query, 1) AS score
-                        FROM indexer_pg_index i, q WHERE i.vector @@ q.query
-                        ORDER BY score DESC, i.document_id LIMIT %s OFFSET %s)
-                    SELECT d.id, d.address, d.title,
-                           ts_headline('{CONFIG}', d.body, q.query, %s), top.score
-                    FROM top JOIN indexer_document d ON d.id = top.document_id, q
-                    ORDER BY top.score DESC, d.id""",
-                [tsquery, limit, offset, options],
+                f"""WITH q AS (SELECT %s::tsquery AS query),
+                    matches AS (SELECT i.document_id, i.vector, i.long_len FROM indexer_pg_index i, q
+                                WHERE i.vector @@ q.query LIMIT %s),
+                    top AS (SELECT m.* FROM matches m, q {order} LIMIT %s)
+                    SELECT top.document_id, d.address, d.title, d.fetched_at, top.long_len {rank_columns}
+                    FROM top JOIN indexer_document d ON d.id = top.document_id""",
+                params,
             )
-            return [SearchHit(r[0], r[1], r[2], r[3], float(r[4])) for r in cur.fetchall()]
+            rows = cur.fetchall()
+        found = []
+        for row in rows:
+            fields = ranking.ShortFields.of(row[2], row[1])
+            before = Counter(fields.title) + Counter(fields.url)
+            tf_headings, tf_body = [], []
+            for i, lexeme in enumerate(lexemes):
+                headings = tf_from_rank(row[5 + 2 * i], before[lexeme])
+                tf_headings.append(headings)
+                tf_body.append(tf_from_rank(row[6 + 2 * i], before[lexeme] + headings))
+            long = ranking.long_score(tf_headings, tf_body, row[4], idfs, stats, weights)
+            found.append(Candidate(row[0], row[1], row[2], row[3], long))
+        return found
+
+    def prefixes(self, document_ids, chars):
+        with connections[self.using].cursor() as cur:
+            cur.execute("SELECT id, substr(body, 1, %s) FROM indexer_document WHERE id = ANY(%s)",
+                        [chars, list(document_ids)])
+            return dict(cur.fetchall())
+
+    def read_corpus_stats(self):
+        with connections[self.using].cursor() as cur:
+            cur.execute("SELECT count(*), avg(title_len), avg(url_len), avg(long_len) FROM indexer_pg_index")
+            n, title, url, long = cur.fetchone()
+        return ranking.CorpusStats(n or 0, float(title or 0), float(url or 0), float(long or 0))
+
+
+def settings_pool(limit: int) -> int:
+    from django.conf import settings
+
+    return max(limit, settings.CRAWLER_SEARCH_CANDIDATES * 10)

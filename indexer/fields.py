@@ -1,0 +1,28 @@
+"""A document as the index sees it: the analyzer's tokens of its four fields."""
+
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from .analyzer import tokens
+from .query import site_tokens
+from .ranking import url_words
+
+
+@dataclass
+class IndexedFields:
+    title: list[str]
+    url: list[str]  # the URL path's words
+    headings: list[str]
+    body: list[str]
+    sites: list[str]  # site=host tokens, matched by site: and never scored
+
+    @property
+    def long_length(self) -> int:
+        return len(self.headings) + len(self.body)
+
+
+def index_fields(document) -> IndexedFields:
+    """document: anything with address, title, headings and body (an indexer.Document)."""
+    host = urlsplit(document.address).hostname or ""
+    return IndexedFields(tokens(document.title), tokens(url_words(document.address)), tokens(document.headings),
+                         tokens(document.body), site_tokens(host) if host else [])
