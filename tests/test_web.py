@@ -17,7 +17,7 @@ def crawled_rows():
     url = Url.objects.get()
     doc = Document.objects.create(url=url, address=url.url, title="Gazette <of> things",
                                   body="a page about lighthouses and harbours", content_hash="0" * 64)
-    get_search_backend().add([doc.id])
+    get_search_backend().add([doc])
     DeadLetter.objects.create(url=url, reason="http_500", attempts=4)
     return url, doc
 
@@ -108,6 +108,51 @@ def test_it_answers_search_json_and_rejects_a_missing_query(client, crawled_rows
     assert set(data["results"][0]) >= {"url", "title", "snippet", "score"}
     bad = client.get("/search.json")
     assert bad.status_code == 400 and "q" in bad.json()["error"]
+
+
+@pytest.fixture
+def many_pages():
+    docs = []
+    for i in range(23):
+        service.add_urls([service.Candidate(f"http://{'docs.b' if i % 2 else 'a'}.test/p{i}")])
+        url = Url.objects.get(url=f"http://{'docs.b' if i % 2 else 'a'}.test/p{i}")
+        docs.append(Document.objects.create(url=url, address=url.url, title=f"Page {i}", content_hash=f"{i:064x}",
+                                            body=f"the pagedword story number {i} " + "extra " * i))
+    get_search_backend().add(docs)
+    return docs
+
+
+def test_the_search_page_counts_pages_dates_and_paginates(client, many_pages):
+    first = client.get("/?q=pagedword").content.decode()
+    assert "23 pages" in first and "page 1 of 3" in first and 'rel="next"' in first and "fetched 20" in first
+    third = client.get("/?q=pagedword&page=3").content.decode()
+    assert third.count('class="hit"') == 3 and 'rel="prev"' in third and 'rel="next"' not in third
+    onsite = client.get("/?q=pagedword+site%3Ab.test").content.decode()
+    assert "11 pages" in onsite and "on b.test" in onsite and "http://a.test/" not in onsite
+
+
+def test_search_json_pages_and_reports_counts(client, many_pages):
+    data = client.get("/search.json?q=pagedword&page=2").json()
+    assert data["total"] == 23 and data["page"] == 2 and data["next_page"] == 3 and len(data["results"]) == 10
+    assert all(r["fetched_at"] for r in data["results"])
+    last = client.get("/search.json?q=pagedword&page=3").json()
+    assert last["next_page"] is None and len(last["results"]) == 3
+    phrase = client.get('/search.json?q="number 7 extra"').json()
+    assert [r["url"] for r in phrase["results"]] == ["http://docs.b.test/p7"]
+    fallback = client.get("/search.json?q=pagedword+zeppelin").json()
+    assert fallback["any_word"] and fallback["total"] == 23
+
+
+@pytest.mark.parametrize("query", ["%00%00", "%22%22", "AND+OR+%28+%29", "x" * 10_000])
+def test_hostile_queries_get_a_clear_bounded_answer(client, many_pages, query):
+    page = client.get(f"/?q={query}")
+    assert page.status_code == 200
+    data = client.get(f"/search.json?q={query}")
+    if data.status_code == 400:
+        assert "error" in data.json()
+    else:
+        body = data.json()
+        assert body["truncated"] == (len(query) > 500) and len(body["query"]) <= 500
 
 
 def test_it_excludes_a_domain_from_the_admin_at_once(admin_client):
