@@ -18,6 +18,7 @@ from lxml import etree
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
+MAX_HEADINGS_CHARS = 10_000
 _INVISIBLE = ("script", "style", "noscript", "template", "svg", "head")
 # Elements that end a run of words: their text must not fuse with the next element's.
 _BLOCKS = (
@@ -120,7 +121,9 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
                 if len(page.links) >= max_links:
                     break
 
-    page.headings = " · ".join(_text(h) for h in doc.iter("h1", "h2", "h3"))[:5000]
+    # Headings, and the terms a page defines (<dt>: glossaries, API references, option
+    # lists): the words a page is about, weighted above its prose by the ranking.
+    page.headings = " · ".join(_text(h) for h in doc.iter("h1", "h2", "h3", "dt"))[:MAX_HEADINGS_CHARS]
     etree.strip_elements(doc, *_INVISIBLE, with_tail=False)
     for el in doc.iter(*_BLOCKS):
         el.tail = " " + el.tail if el.tail else " "

@@ -19,6 +19,8 @@ def test_it_extracts_title_headings_text_and_links():
     page = parse_html(PAGE, "http://h.test/dir/page.html")
     assert page.title == "The Title"
     assert page.headings == "Main heading"
+    defines = parse_html(b"<h2>API</h2><dl><dt>zipfile.Path.read_text()</dt><dd>Reads text.</dd></dl>", "http://h.test/")
+    assert defines.headings == "API · zipfile.Path.read_text()"  # a definition's term is what the page is about
     assert "First para" not in page.text and "Firstpara" in page.text
     assert "second block" in page.text and "Main heading" in page.text
     assert "scriptword" not in page.text and "color" not in page.text
