@@ -367,16 +367,16 @@ CRAWLER_SEARCH_BACKEND = envstr("CRAWLER_SEARCH_BACKEND", "")
 # Search ranking (indexer/ranking.py, docs/search.md): two-group BM25F. The title+URL
 # group's weight against the headings+body group, the URL path's and the headings' weights
 # inside their groups, BM25's saturation k1 and length normalisation b.
-CRAWLER_SEARCH_TITLE_WEIGHT = envfloat("CRAWLER_SEARCH_TITLE_WEIGHT", 2.0)
-CRAWLER_SEARCH_URL_WEIGHT = envfloat("CRAWLER_SEARCH_URL_WEIGHT", 0.5)
-CRAWLER_SEARCH_HEADINGS_WEIGHT = envfloat("CRAWLER_SEARCH_HEADINGS_WEIGHT", 2.0)
+CRAWLER_SEARCH_TITLE_WEIGHT = envfloat("CRAWLER_SEARCH_TITLE_WEIGHT", 2.5)
+CRAWLER_SEARCH_URL_WEIGHT = envfloat("CRAWLER_SEARCH_URL_WEIGHT", 0.25)
+CRAWLER_SEARCH_HEADINGS_WEIGHT = envfloat("CRAWLER_SEARCH_HEADINGS_WEIGHT", 64.0)
 CRAWLER_SEARCH_K1 = envfloat("CRAWLER_SEARCH_K1", 1.2)
 CRAWLER_SEARCH_B = envfloat("CRAWLER_SEARCH_B", 0.75)
 # Weight of each part of a queried identifier scored as a term of its own (os, path, join
 # for os.path.join), against 1.0 for the whole.
 CRAWLER_SEARCH_PART_WEIGHT = envfloat("CRAWLER_SEARCH_PART_WEIGHT", 0.5)
 # Matching pages ranked exactly per query (the database pre-orders; pagination stops there).
-CRAWLER_SEARCH_CANDIDATES = envint("CRAWLER_SEARCH_CANDIDATES", 200, minimum=10)
+CRAWLER_SEARCH_CANDIDATES = envint("CRAWLER_SEARCH_CANDIDATES", 100, minimum=10)
 # Matches counted at most for "N results" (and for a term's document frequency).
 CRAWLER_SEARCH_COUNT_LIMIT = envint("CRAWLER_SEARCH_COUNT_LIMIT", 10_000, minimum=100)
 # Characters of a page's text searched for a snippet's first match.

@@ -12,12 +12,16 @@ Each such run becomes a *group* of tokens, at consecutive positions:
   splits into parts too (`QuerySet` → `queryset queri set`; a camel word's whole is stemmed
   like a plain word, since users type it in lower case).
 
+A dotted identifier's parts start with its inner runs of segments (`os.path`, `path.join`),
+so `zipfile.Path read_text` finds a page that says `zipfile.Path.read_text()` by two tokens.
+
 Whole first, parts after: a phrase of parts ("path join") and a phrase across groups
 ("os.path.join function") are consecutive tokens in the page and in the query alike, so one
 token stream serves both backends' phrase search (FTS5 phrases, PostgreSQL `<->`).
 
-Queries see a group as one term: the whole, or the phrase of its parts — so
-`zipfile.Path read_text` finds a page that says `zipfile.Path.read_text()`.
+Queries see a group as one term, its whole token (or its one word): an identifier is a
+token, never a phrase of prose words (`current_database` does not match "current
+database"); the parts of a queried identifier weigh in the ranking as terms of their own.
 """
 
 import re
@@ -33,7 +37,7 @@ _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^\W\d_]+")
 _HAS_CONNECTOR = re.compile(r"[\W_]")
 
 MAX_TOKEN_CHARS = 64  # a longer identifier is indexed by its parts only, a longer part not at all (base64, hex)
-MAX_PARTS = 16  # parts indexed of one group (a long dotted path or a base64 blob)
+MAX_PARTS = 32  # parts indexed of one group (a long dotted path or a base64 blob)
 
 # The stopwords of PostgreSQL's english configuration (Snowball's list). Pages keep them
 # (phrases need them); a query drops them unless it has nothing else.
@@ -96,18 +100,46 @@ def _segment(raw: str) -> tuple[str | None, tuple[str, ...]]:
     return stem(raw.lower())[:MAX_TOKEN_CHARS], stems  # camelCase: a stemmed whole
 
 
+_SEGMENT = re.compile(r"(?:(?<=^)|(?<=[./:]))[^./:]+")
+MAX_SUB_SEGMENTS = 6  # identifiers with more segments get no inner sub-identifiers
+
+
+def _sub_identifiers(raw: str) -> list[str]:
+    """The runs of two or more segments inside a dotted identifier, longest first:
+    `os.path.join` → `os.path`, `path.join` (so `zipfile.Path` finds `zipfile.Path.read_text`
+    as a token, without a phrase query)."""
+    spans = [(m.start(), m.end()) for m in _SEGMENT.finditer(raw)]
+    n = len(spans)
+    if n > MAX_SUB_SEGMENTS:
+        lengths, starts = range(n - 1, 1, -1), lambda length: (0, n - length)  # prefixes and suffixes
+    else:
+        lengths, starts = range(n - 1, 1, -1), lambda length: range(n - length + 1)
+    subs = []
+    for length in lengths:
+        for start in starts(length):
+            sub = raw[spans[start][0]:spans[start + length - 1][1]].lower()
+            if len(sub) <= MAX_TOKEN_CHARS:
+                subs.append(sub)
+    return subs
+
+
 @lru_cache(maxsize=100_000)
 def analyze_group(raw: str) -> Group:
     """One regex match of _GROUP → its tokens (cached: pages repeat their words).
 
-    A dotted (or slashed) identifier's parts are its segments' tokens, so a compound segment
-    is a token too: `celery.exceptions.BackendError` → the whole, then `celeri` `except`
-    `backenderror` `backend` `error`; `zipfile.Path.read_text` has `read_text`."""
+    A dotted (or slashed) identifier's parts are its inner runs of segments, then its
+    segments' tokens, so a compound segment is a token too: `celery.exceptions.BackendError`
+    → the whole, `celery.exceptions`, `exceptions.backenderror`, then `celeri` `except`
+    `backenderror` `backend` `error`. An option's whole without its dashes is a part
+    (`--help-env` → `help-env`)."""
     segments = [s for s in _OUTER.split(raw) if s]
     if len(segments) <= 1:
         whole, parts = _segment(raw)
+        bare = whole.lstrip("-") if whole else ""
+        if bare != whole and _HAS_CONNECTOR.search(bare):
+            parts = (bare, *parts)
         return Group(raw, whole, parts)
-    tail: list[str] = []
+    tail: list[str] = _sub_identifiers(raw)
     for segment in segments:
         whole, parts = _segment(segment)
         if whole:

@@ -36,7 +36,7 @@ def site_tokens(host: str) -> list[str]:
 
 @dataclass(frozen=True)
 class Term:
-    """One required group of the query: matched by its whole token or its parts in order."""
+    """One required group of the query: matched by its token (the whole, or its one word)."""
 
     whole: str | None
     parts: tuple[str, ...]
@@ -44,6 +44,10 @@ class Term:
     @classmethod
     def of(cls, group: Group) -> "Term":
         return cls(group.whole, group.parts)
+
+    @property
+    def token(self) -> str:
+        return self.whole or self.parts[0]
 
     @property
     def tokens(self) -> set[str]:

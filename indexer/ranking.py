@@ -1,8 +1,9 @@
 """The ranking formula, one for every backend: two-group BM25F.
 
-For each query term t (a word, or an identifier: its whole token or its parts in order):
+For each query term t (a word, an identifier's whole token, and each part of a queried
+identifier at weight w_t = CRAWLER_SEARCH_PART_WEIGHT, in the title group only):
 
-    score(d) = Σ_t idf(t) · ( W_title · sat(short_t) + sat(long_t) )
+    score(d) = Σ_t w_t · idf(t) · ( W_title · sat(short_t) + sat(long_t) )
 
     short_t = tf_title / norm(title) + W_url · tf_url / norm(url)
     long_t  = (W_headings · tf_headings + tf_body) / norm(headings + body)
@@ -74,16 +75,9 @@ def norm(length: int, average: float, b: float) -> float:
     return 1 - b + b * length / average if average > 0 else 1.0
 
 
-def term_frequency(term: Term, counts: Counter, stream: list[str]) -> int:
-    """Occurrences of a term in a token stream: its whole token, else its parts in order."""
-    if term.whole and counts.get(term.whole):
-        return counts[term.whole]
-    if len(term.parts) == 1:
-        return counts.get(term.parts[0], 0)
-    if not term.parts or not counts.get(term.parts[0]):
-        return 0
-    n = len(term.parts)
-    return sum(1 for i in range(len(stream) - n + 1) if tuple(stream[i:i + n]) == term.parts)
+def term_frequency(term: Term, counts: Counter) -> int:
+    """Occurrences of a term's token."""
+    return counts.get(term.token, 0)
 
 
 @dataclass
@@ -97,9 +91,6 @@ class ShortFields:
     def of(cls, title: str, address: str) -> "ShortFields":
         return _short_fields(title, address)
 
-    def frequencies(self, term: Term) -> tuple[int, int]:
-        return (term_frequency(term, Counter(self.title), self.title),
-                term_frequency(term, Counter(self.url), self.url))
 
 
 @lru_cache(maxsize=50_000)  # the pages that rank for something rank again
@@ -113,8 +104,8 @@ def short_score(fields: ShortFields, terms: list[Term], idfs: list[float], stats
     title_counts, url_counts = Counter(fields.title), Counter(fields.url)
     score = 0.0
     for term, term_idf in zip(terms, idfs):
-        tf_title = term_frequency(term, title_counts, fields.title)
-        tf_url = term_frequency(term, url_counts, fields.url)
+        tf_title = term_frequency(term, title_counts)
+        tf_url = term_frequency(term, url_counts)
         score += term_idf * w.title * saturate(tf_title / title_norm + w.url * tf_url / url_norm, w.k1)
     return score
 

@@ -12,17 +12,20 @@ from indexer.ranking import url_words
 @pytest.mark.parametrize("text, expected", [
     ("Databases", ["databas"]),
     ("crawling crawlers", ["crawl", "crawler"]),
-    ("os.path.join", ["os.path.join", "os", "path", "join"]),
-    ("os.path.join(path)", ["os.path.join", "os", "path", "join", "path"]),
+    ("os.path.join", ["os.path.join", "os.path", "path.join", "os", "path", "join"]),
+    ("os.path.join(path)", ["os.path.join", "os.path", "path.join", "os", "path", "join", "path"]),
     ("current_database()", ["current_database", "current", "databas"]),
     ("PL/Perl", ["pl/perl", "pl", "perl"]),
     ("pg_dump", ["pg_dump", "pg", "dump"]),
-    ("--help-env", ["--help-env", "help", "env"]),
+    ("--help-env", ["--help-env", "help-env", "help", "env"]),
     ("-v", ["-v", "v"]),
     ("__setitem__", ["__setitem__", "setitem"]),
-    ("zipfile.Path.read_text()", ["zipfile.path.read_text", "zipfil", "path", "read_text", "read", "text"]),
-    ("celery.exceptions.BackendError", ["celery.exceptions.backenderror", "celeri", "except", "backenderror", "backend",
-                                        "error"]),
+    ("zipfile.Path.read_text()", ["zipfile.path.read_text", "zipfile.path", "path.read_text", "zipfil", "path",
+                                  "read_text", "read", "text"]),
+    ("celery.exceptions.BackendError", ["celery.exceptions.backenderror", "celery.exceptions", "exceptions.backenderror",
+                                        "celeri", "except", "backenderror", "backend", "error"]),
+    ("a.b.c.d.e.f.g", ["a.b.c.d.e.f.g", "a.b.c.d.e.f", "b.c.d.e.f.g", "a.b.c.d.e", "c.d.e.f.g", "a.b.c.d", "d.e.f.g",
+                       "a.b.c", "e.f.g", "a.b", "f.g", "a", "b", "c", "d", "e", "f", "g"]),  # > 6 segments: ends only
     ("QuerySet", ["queryset", "queri", "set"]),
     ("HTTPResponse", ["httprespons", "http", "respons"]),
     ("std::vector", ["std::vector", "std", "vector"]),
@@ -40,7 +43,7 @@ def test_tokens(text, expected):
 
 
 @pytest.mark.parametrize("raw, terms, phrases, sites", [
-    ("os.path.join", [("os.path.join", ("os", "path", "join"))], [], []),
+    ("os.path.join", [("os.path.join", ("os.path", "path.join", "os", "path", "join"))], [], []),
     ("the zen of python", [(None, ("zen",)), (None, ("python",))], [], []),
     ("the who", [(None, ("the",)), (None, ("who",))], [], []),  # only stopwords: keep them
     ('"quick brown" fox', [(None, ("fox",))], [["quick", "brown"]], []),
@@ -67,7 +70,8 @@ def test_parse_cuts_long_queries_and_says_so(settings):
 def test_identifier_parts_are_scored_at_part_weight(settings):
     settings.CRAWLER_SEARCH_PART_WEIGHT = 0.25
     scored = dict(parse("os.path.join os").scored_terms)
-    assert scored[Term("os.path.join", ("os", "path", "join"))] == 1.0
+    assert scored[Term("os.path.join", ("os.path", "path.join", "os", "path", "join"))] == 1.0
+    assert scored[Term(None, ("os.path",))] == 0.25
     assert scored[Term(None, ("os",))] == 1.0  # typed on its own: full weight
     assert scored[Term(None, ("path",))] == 0.25
 

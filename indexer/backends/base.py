@@ -94,6 +94,7 @@ class SearchBackend(ABC):
     """Documents are rows of indexer.Document; a backend keeps its own index of them."""
 
     _stats_cache: dict = {}
+    _df_cache: dict = {}
 
     def __init__(self, using: str = "default"):
         self.using = using
@@ -150,6 +151,22 @@ class SearchBackend(ABC):
 
     def forget_corpus_stats(self) -> None:
         SearchBackend._stats_cache.pop((type(self).__name__, self.using), None)
+        SearchBackend._df_cache.pop((type(self).__name__, self.using), None)
+
+    def cached_document_frequencies(self, terms: list[Term], cap: int) -> list[int]:
+        """document_frequencies, each token's kept per process as long as the corpus
+        statistics (they move as slowly): an identifier's parts recur across queries."""
+        key = (type(self).__name__, self.using)
+        now = time.monotonic()
+        cached = SearchBackend._df_cache.get(key)
+        if cached is None or now - cached[0] > settings.CRAWLER_SEARCH_STATS_SECONDS or len(cached[1]) > 100_000:
+            cached = SearchBackend._df_cache[key] = (now, {})
+        known = cached[1]
+        missing = [t for t in dict.fromkeys(terms) if (t.token, cap) not in known]
+        if missing:
+            for term, df in zip(missing, self.document_frequencies(missing, cap)):
+                known[(term.token, cap)] = df
+        return [known[(t.token, cap)] for t in terms]
 
     # -- the shared algorithm ---------------------------------------------------------------
 
@@ -180,7 +197,7 @@ class SearchBackend(ABC):
         weights = ranking.Weights.from_settings()
         scored = parsed.scored_terms
         terms = [term for term, _ in scored]
-        dfs = self.document_frequencies(terms, cap)
+        dfs = self.cached_document_frequencies(terms, cap)
         idfs = [ranking.idf(df, max(stats.documents, df)) * weight for df, (_, weight) in zip(dfs, scored)]
         pool = max(settings.CRAWLER_SEARCH_CANDIDATES, offset + limit)
         typed = len(parsed.typed_terms)  # the parts of identifiers weigh in the short group only

@@ -29,10 +29,7 @@ def _quote(tokens: list[str]) -> str:
 
 
 def term_expression(term: Term) -> str:
-    alternatives = [_quote([term.whole])] if term.whole else []
-    if term.parts:
-        alternatives.append(_quote(list(term.parts)))
-    return alternatives[0] if len(alternatives) == 1 else "(" + " OR ".join(alternatives) + ")"
+    return _quote([term.token])
 
 
 def match_expression(query: Query, any_word: bool) -> str:
@@ -84,9 +81,7 @@ class SQLiteSearchBackend(SearchBackend):
         return self._count(match_expression(query, any_word), cap)
 
     def document_frequencies(self, terms, cap):
-        # The document frequency of the term's whole token when it has one: an identifier is
-        # rare even when its parts are everywhere, and that is the point of it.
-        return [self._count(_quote([t.whole or t.parts[-1]]), cap) for t in terms]
+        return [self._count(term_expression(t), cap) for t in terms]
 
     def candidates(self, query, any_word, limit, exhaustive, terms, idfs, stats, weights):
         # The long group is FTS5's bm25 over headings and body (title and URL weigh 0 there,

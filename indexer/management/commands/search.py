@@ -25,4 +25,5 @@ class Command(BaseCommand):
             some = " with some of the words (no page has all of them)" if hits.any_word else ""
             self.stdout.write(f"{more}{hits.total} page{'s' if hits.total != 1 else ''}{some}\n")
         for rank, hit in enumerate(hits, 1):
-            self.stdout.write(f"{rank}. {hit.title or '(untitled)'}  [{hit.score:.3f}]\n   {hit.url}\n   {hit.snippet_text}\n")
+            self.stdout.write(f"{rank}. {hit.title or '(untitled)'}  [{hit.score:.3f}]\n"
+                              f"   {hit.url}\n   {hit.snippet_text}\n")
