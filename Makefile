@@ -10,7 +10,7 @@ DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness
+.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,14 @@ bench-quick: setup services
 # Recrawl policies at one budget on a web whose pages change at known rates (about 10 minutes).
 bench-freshness: setup
 	$(PY) -m bench.freshness
+
+# Known-item search quality on five Debian documentation packages (queries from their Sphinx
+# indexes): ours on SQLite and PostgreSQL beside tantivy and bm25s (installed into
+# var/searcheval-venv on first use). About 6 minutes the first time; a finished crawl is
+# reused (SEARCHEVAL_ARGS=--recrawl to redo it). docs: bench/searcheval/__init__.py.
+SEARCHEVAL_ARGS ?=
+bench-search: setup services
+	$(PY) -m bench.searcheval $(SEARCHEVAL_ARGS)
 
 bench-frontier: setup services
 	-psql -q -h 127.0.0.1 -U postgres -c "CREATE DATABASE crawlerweb_bench" 2>/dev/null

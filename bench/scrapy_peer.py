@@ -54,19 +54,20 @@ MAX_REDIRECTS = 3
 INSTALL_TIMEOUT = 900  # seconds, for venv creation plus pip install
 
 
-def ensure_venv(path: Path = VENV) -> Path:
-    """Make the Scrapy virtualenv at `path` and install bench/scrapy-requirements.txt
-    into it, unless the marker file says these very requirements are installed. Returns
-    the venv's python."""
+def ensure_venv(path: Path = VENV, requirements: Path = REQUIREMENTS) -> Path:
+    """Make the virtualenv at `path` and install `requirements` (default: Scrapy's,
+    bench/scrapy-requirements.txt) into it, unless the marker file says these very
+    requirements are installed. Returns the venv's python. bench/searcheval installs its
+    baselines the same way."""
     python = path / "bin" / "python"
-    wanted = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()
+    wanted = hashlib.sha256(requirements.read_bytes()).hexdigest()
     marker = path / MARKER
     if python.exists() and marker.exists() and marker.read_text().strip() == wanted:
         return python
     if not python.exists():
         subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=INSTALL_TIMEOUT)
     install = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                              "-r", str(REQUIREMENTS)], check=False, timeout=INSTALL_TIMEOUT, text=True,
+                              "-r", str(requirements)], check=False, timeout=INSTALL_TIMEOUT, text=True,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     if install.returncode != 0:  # pip's chatter only when it matters
         raise RuntimeError(f"pip install into {path} failed:\n{install.stdout[-4000:]}")
