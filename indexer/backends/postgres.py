@@ -20,6 +20,7 @@ import bisect
 import contextlib
 from collections import Counter
 
+from django.conf import settings
 from django.db import connections, transaction
 
 from .. import ranking
@@ -107,6 +108,17 @@ def tf_from_rank(rank: float, before: int) -> int:
     return max(1, bisect.bisect_left(_CUMULATIVE, extra - 1e-6) - before + 1)
 
 
+def index_rows(documents) -> list[tuple]:
+    """(document_id, vector, key_vector, title_len, url_len, long_len) per document: what the
+    worker sends; bench.run and bench.index_cost measure PostgreSQL's cost of taking it."""
+    rows = []
+    for doc in documents:
+        f = index_fields(doc)
+        key = IndexedFields(f.title, f.url, f.headings, [], [])
+        rows.append((doc.id, tsvector_literal(f), tsvector_literal(key), len(f.title), len(f.url), f.long_length))
+    return rows
+
+
 class PostgresSearchBackend(SearchBackend):
     @contextlib.contextmanager
     def reading(self):
@@ -121,11 +133,7 @@ class PostgresSearchBackend(SearchBackend):
     def add(self, documents):
         if not documents:
             return
-        rows = []
-        for doc in documents:
-            f = index_fields(doc)
-            key = IndexedFields(f.title, f.url, f.headings, [], [])
-            rows.append((doc.id, tsvector_literal(f), tsvector_literal(key), len(f.title), len(f.url), f.long_length))
+        rows = index_rows(documents)
         with connections[self.using].cursor() as cur:
             cur.executemany(
                 """INSERT INTO indexer_pg_index (document_id, vector, key_vector, title_len, url_len, long_len)
@@ -170,7 +178,7 @@ class PostgresSearchBackend(SearchBackend):
         rank_columns = "".join(
             f", ts_rank('{HEADINGS_ONLY}', top.vector, %s::tsquery, 0), ts_rank('{BODY_ONLY}', top.vector, %s::tsquery, 0)"
             for _ in lexemes)
-        params = [query_tsquery(query, any_word), settings_pool(limit), limit]
+        params = [query_tsquery(query, any_word), max(limit, settings.CRAWLER_SEARCH_CANDIDATES * 5), limit]
         for lexeme in lexemes:
             params += [_lexeme(lexeme), _lexeme(lexeme)]
         # A bounded candidate set: at most CRAWLER_SEARCH_CANDIDATES * 5 matches from the GIN
@@ -216,8 +224,3 @@ class PostgresSearchBackend(SearchBackend):
             n, title, url, long = cur.fetchone()
         return ranking.CorpusStats(n or 0, float(title or 0), float(url or 0), float(long or 0))
 
-
-def settings_pool(limit: int) -> int:
-    from django.conf import settings
-
-    return max(limit, settings.CRAWLER_SEARCH_CANDIDATES * 5)
