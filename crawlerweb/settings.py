@@ -5,11 +5,12 @@ a limit must stop the process at start, not crawl with a silently different poli
 Every crawler limit is a named `CRAWLER_*` setting with a safe default; README.md lists them.
 """
 
-import ipaddress
 import os
 from pathlib import Path
 
 import dj_database_url
+
+from crawlerweb.netpolicy import endpoint, parse_allowed
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -81,12 +82,13 @@ def envfloatlist(name: str, default: str) -> list[float]:
 
 
 def envnetworks(name: str) -> list:
+    """CIDR networks, each optionally with :port or :low-high (crawlerweb.netpolicy)."""
     networks = []
     for item in envlist(name):
         try:
-            networks.append(ipaddress.ip_network(item, strict=False))
-        except ValueError:
-            raise SettingError(f"{name}: {item!r} is not a CIDR network") from None
+            networks.append(parse_allowed(item))
+        except ValueError as exc:
+            raise SettingError(f"{name}: {item!r} is not a CIDR network with an optional port: {exc}") from None
     return networks
 
 
@@ -254,9 +256,21 @@ CRAWLER_API_MAX_BODY_BYTES = envint("CRAWLER_API_MAX_BODY_BYTES", 1024 * 1024, m
 CRAWLER_API_MAX_DOMAINS = envint("CRAWLER_API_MAX_DOMAINS", 1000, minimum=1)
 # Most URLs one POST /seed/urls may add.
 CRAWLER_API_MAX_SEEDS = envint("CRAWLER_API_MAX_SEEDS", 10_000, minimum=1)
-# Networks the crawler may connect to although they are private/loopback/reserved.
+# Networks the crawler may connect to although they are private/loopback/reserved, each
+# optionally limited to a port or port range (127.0.1.0/24:8300, [::1/128]:8300-8399).
 # Empty by default: the crawler refuses them all (SSRF guard). Tests allow 127.0.0.0/8.
 CRAWLER_ALLOWED_NETWORKS = envnetworks("CRAWLER_ALLOWED_NETWORKS")
+# Extra host:port endpoints never fetched, even inside an allowed network. The crawler's own
+# services are refused without being listed: the database and the broker (from their URLs),
+# the web server (WEB_BIND) and Flower (FLOWER_ADDRESS, FLOWER_PORT).
+CRAWLER_REFUSED_ENDPOINTS = envlist("CRAWLER_REFUSED_ENDPOINTS")
+# Computed: the crawler's own services as (host, port): fetch.http refuses them whatever is allowed.
+CRAWLER_OWN_SERVICES = [e for e in (
+    endpoint(DATABASE_URL, 5432), endpoint(CELERY_BROKER_URL, 6379),
+    endpoint(envstr("WEB_BIND", "127.0.0.1:8000")),
+    endpoint(f"{envstr('FLOWER_ADDRESS', '127.0.0.1')}:{envstr('FLOWER_PORT', '5555')}"),
+    *(endpoint(item) for item in CRAWLER_REFUSED_ENDPOINTS),
+) if e]
 # Seconds to wait for a TCP connection.
 CRAWLER_CONNECT_TIMEOUT = envfloat("CRAWLER_CONNECT_TIMEOUT", 5.0, minimum=0.1)
 # Seconds between two refreshes of the dashboard page.

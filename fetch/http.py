@@ -3,8 +3,10 @@
 Safety contract — every request made here:
 - goes only to http/https URLs;
 - never through a proxy or with credentials from the environment (urllib3 reads none);
-- connects only to addresses that are public, or inside CRAWLER_ALLOWED_NETWORKS. The check
-  runs on the *resolved* address at socket-open time, for every connection including every
+- connects only to addresses that are public, or inside CRAWLER_ALLOWED_NETWORKS (and the
+  port range an entry names), and never to the crawler's own services (database, broker,
+  web, Flower, CRAWLER_REFUSED_ENDPOINTS) even inside an allowed network. The check runs on
+  the *resolved* address and port at socket-open time, for every connection including every
   redirect hop, and the socket connects to exactly the address that was checked (no DNS
   rebinding window);
 - is bounded in time: CRAWLER_CONNECT_TIMEOUT to connect, CRAWLER_READ_TIMEOUT per read,
@@ -40,6 +42,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import connection as urllib3_connection
 
+from crawlerweb.netpolicy import AllowedNetwork
 from frontier.vocabulary import FetchError
 
 from . import dns
@@ -53,12 +56,49 @@ class BlockedAddress(Exception):
     """The host resolved to an address the crawler must not connect to."""
 
 
-def address_allowed(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
-    if any(ip in net for net in settings.CRAWLER_ALLOWED_NETWORKS):
-        return True
+def address_allowed(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int | None = None) -> bool:
+    """May the crawler connect to ip:port? Never to its own services; to allowed networks
+    (and their ports); otherwise only to public unicast addresses."""
     if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
+    if own_service(ip, port):
+        return False
+    for net in settings.CRAWLER_ALLOWED_NETWORKS:
+        if net.allows(ip, port) if isinstance(net, AllowedNetwork) else ip in net:
+            return True
     return ip.is_global and not ip.is_multicast
+
+
+_own_services: dict = {}  # the settings' endpoints -> (refused (ip, port) pairs, bind-all ports)
+
+
+def own_service(ip, port: int | None) -> bool:
+    """Is ip:port one of the crawler's own services (CRAWLER_OWN_SERVICES)? Their names are
+    resolved once per process; a service bound to every address (0.0.0.0) is refused on
+    every loopback address."""
+    if port is None:
+        return False
+    key = tuple(settings.CRAWLER_OWN_SERVICES)
+    if key not in _own_services:
+        pairs, bind_all = set(), set()
+        for host, service_port in key:
+            for address in _addresses(host):
+                (bind_all.add(service_port) if address.is_unspecified else pairs.add((address, service_port)))
+        _own_services.clear()
+        _own_services[key] = (pairs, bind_all)
+    pairs, bind_all = _own_services[key]
+    return (ip, port) in pairs or (port in bind_all and (ip.is_loopback or ip.is_unspecified))
+
+
+def _addresses(host: str) -> set:
+    try:
+        return {ipaddress.ip_address(host.strip("[]"))}
+    except ValueError:
+        pass
+    try:
+        return {ipaddress.ip_address(info[4][0].split("%")[0]) for info in socket.getaddrinfo(host, None)}
+    except (OSError, ValueError):
+        return set()  # a name that does not resolve here is nothing this process can reach
 
 
 class _GuardedConnectionMixin:
@@ -69,7 +109,7 @@ class _GuardedConnectionMixin:
             infos = dns.resolve(self._dns_host, self.port)
         except socket.gaierror as exc:
             raise urllib3.exceptions.NameResolutionError(self.host, self, exc) from exc
-        allowed = [i for i in infos if address_allowed(ipaddress.ip_address(i[4][0].split("%")[0]))]
+        allowed = [i for i in infos if address_allowed(ipaddress.ip_address(i[4][0].split("%")[0]), self.port)]
         if not allowed:
             raise BlockedAddress(f"{self.host} resolves to {infos[0][4][0]}, a refused address")
         family, _, _, _, sockaddr = allowed[0]
@@ -148,7 +188,7 @@ _local = threading.local()
 def _pool_manager() -> urllib3.PoolManager:
     # Pooled connections were checked when opened; if the allowed networks change (tests,
     # a reload), connections opened under the old policy must not be reused.
-    policy = tuple(settings.CRAWLER_ALLOWED_NETWORKS)
+    policy = (tuple(settings.CRAWLER_ALLOWED_NETWORKS), tuple(settings.CRAWLER_OWN_SERVICES))
     manager = getattr(_local, "manager", None)
     if manager is not None and _local.policy != policy:
         manager.clear()

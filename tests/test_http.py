@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from crawlerweb.netpolicy import endpoint, parse_allowed
 from fetch import http
 
 from .loopback import QuietHandler, start
@@ -169,3 +170,67 @@ def test_it_is_the_only_module_that_imports_an_http_client():
             for line in p.read_text().splitlines())
     ]
     assert offenders == []
+
+
+# -- the allowlist names ports; the crawler's own services are refused (issue 17) ------------
+
+@pytest.mark.parametrize("entry, network, ports", [
+    ("127.0.0.0/8", "127.0.0.0/8", None),
+    ("127.0.1.7", "127.0.1.7/32", None),
+    ("127.0.1.0/24:8300", "127.0.1.0/24", (8300, 8300)),
+    ("10.0.0.0/8:8000-8999", "10.0.0.0/8", (8000, 8999)),
+    ("[::1/128]:8300", "::1/128", (8300, 8300)),
+    ("[fd00::/8]", "fd00::/8", None),
+    ("::1/128", "::1/128", None),
+])
+def test_allowlist_entries_parse_with_optional_ports(entry, network, ports):
+    parsed = parse_allowed(entry)
+    assert (str(parsed.network), parsed.ports) == (network, ports)
+    assert parse_allowed(str(parsed)) == parsed
+
+
+@pytest.mark.parametrize("entry", ["127.0.0.0/8:", "127.0.0.0/8:http", "127.0.0.0/8:9-1", "127.0.0.0/8:70000",
+                                   "[::1/128]8300", "not-a-network", "127.0.0.0/33"])
+def test_allowlist_entries_refuse_nonsense(entry):
+    with pytest.raises(ValueError):
+        parse_allowed(entry)
+
+
+def test_an_allowed_network_with_a_port_opens_only_that_port(settings, server, tripwire):
+    port = int(server.rsplit(":", 1)[1])
+    settings.CRAWLER_ALLOWED_NETWORKS = [parse_allowed(f"127.0.0.0/8:{port}")]
+    assert http.fetch(server + "/ok").status == 200
+    opened = len(tripwire)
+    settings.CRAWLER_ALLOWED_NETWORKS = [parse_allowed(f"127.0.0.0/8:{port + 1}-{port + 9}")]
+    assert http.fetch(server + "/ok").error == "blocked_address"
+    assert http.fetch("http://127.0.0.1:5432/").error == "blocked_address"
+    assert len(tripwire) == opened  # refused before a socket was opened
+
+
+@pytest.mark.parametrize("service_host", ["127.0.0.1", "localhost", "0.0.0.0"])
+def test_the_crawlers_own_services_are_refused_inside_an_allowed_network(settings, server, service_host):
+    port = int(server.rsplit(":", 1)[1])
+    settings.CRAWLER_ALLOWED_NETWORKS = [parse_allowed("127.0.0.0/8")]
+    assert http.fetch(server + "/ok").status == 200
+    settings.CRAWLER_OWN_SERVICES = [(service_host, port)]
+    assert http.fetch(server + "/ok").error == "blocked_address"
+    assert http.fetch(f"http://127.1:{port}/ok").error == "blocked_address"  # the same address, written short
+    settings.CRAWLER_OWN_SERVICES = [(service_host, port + 1)]
+    assert http.fetch(server + "/ok").status == 200  # another port of the same address is not a service
+
+
+def test_own_services_come_from_the_configuration(settings):
+    own = settings.CRAWLER_OWN_SERVICES
+    assert endpoint(settings.CELERY_BROKER_URL, 6379) in own and ("127.0.0.1", 8000) in own and ("127.0.0.1", 5555) in own
+    if settings.DATABASES["default"]["ENGINE"].endswith("postgresql"):
+        assert endpoint(settings.DATABASE_URL, 5432) in own
+    assert endpoint("sqlite:////tmp/x.sqlite3") is None and endpoint("0.0.0.0:8000") == ("0.0.0.0", 8000)
+    assert endpoint("postgres://u@db.internal/crawl", 5432) == ("db.internal", 5432)
+
+
+def test_with_loopback_allowed_the_stack_is_still_refused(settings):
+    """The issue's case: CRAWLER_ALLOWED_NETWORKS=127.0.0.0/8 let a seed reach PostgreSQL,
+    Redis, Flower and the crawler's own web UI."""
+    settings.CRAWLER_ALLOWED_NETWORKS = [parse_allowed("127.0.0.0/8")]
+    for url in ("http://127.1:8000/", "http://127.0.0.1:6379/", "http://localhost:5555/"):
+        assert http.fetch(url).error == "blocked_address", url
