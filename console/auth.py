@@ -61,3 +61,22 @@ def admin_api(view):
         return view(request, *args, **kwargs)
 
     return wrapped
+
+
+def allow_methods(*methods: str):
+    """Answer other methods 405 in JSON, with the Allow header (GET implies HEAD)."""
+    allowed = list(methods) + (["HEAD"] if "GET" in methods and "HEAD" not in methods else [])
+
+    def decorate(view):
+        @functools.wraps(view)
+        def wrapped(request: HttpRequest, *args, **kwargs):
+            if request.method not in allowed:
+                response = error(405, f"{request.method} is not allowed here; use {' or '.join(methods)}",
+                                 allowed=allowed)
+                response["Allow"] = ", ".join(allowed)
+                return response
+            return view(request, *args, **kwargs)
+
+        return wrapped
+
+    return decorate

@@ -37,7 +37,7 @@ def read_json_object(request: HttpRequest) -> dict:
         raise BadPayload("invalid Content-Length") from None
     if declared > limit:
         raise BadPayload(f"body is {declared} bytes; the limit is {limit} (CRAWLER_API_MAX_BODY_BYTES)", 413)
-    raw = request.read(limit + 1)
+    raw = _read_body(request, limit + 1)
     if len(raw) > limit:
         raise BadPayload(f"body is over the limit of {limit} bytes (CRAWLER_API_MAX_BODY_BYTES)", 413)
     try:
@@ -48,9 +48,25 @@ def read_json_object(request: HttpRequest) -> dict:
         raise BadPayload(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
     except ValueError as exc:  # from the hooks below
         raise BadPayload(str(exc)) from None
+    except RecursionError:  # [[[[… : the decoder recurses once per level
+        raise BadPayload("JSON nested too deeply") from None
     if not isinstance(data, dict):
         raise BadPayload(f"expected a JSON object, got {_kind(data)}")
     return data
+
+
+def _read_body(request: HttpRequest, at_most: int) -> bytes:
+    """At most `at_most` bytes of the body. A chunked body has no Content-Length, so Django
+    reads it as empty; a server that de-chunks it (gunicorn) says so with
+    wsgi.input_terminated, and the body is then read from the input up to the cap."""
+    if request.META.get("CONTENT_LENGTH"):
+        return request.read(at_most)
+    chunked = "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower()
+    if not chunked:
+        return b""
+    if not request.META.get("wsgi.input_terminated"):
+        raise BadPayload("this server cannot read a chunked body: send Content-Length", 411)
+    return request.META["wsgi.input"].read(at_most)
 
 
 def _no_duplicate_keys(pairs):

@@ -6,12 +6,11 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.db import DatabaseError
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.views.decorators.http import require_http_methods
 
 from frontier import service as frontier
 
 from . import metrics, payloads
-from .auth import admin_api, error
+from .auth import admin_api, allow_methods, error
 
 REJECTION_MESSAGES = {
     "empty": "empty URL",
@@ -34,7 +33,7 @@ def _bad(exc: payloads.BadPayload) -> JsonResponse:
 
 
 @admin_api
-@require_http_methods(["POST"])
+@allow_methods("POST")
 def seed_urls(request):
     try:
         urls, scope = payloads.seed_urls(payloads.read_json_object(request))
@@ -72,7 +71,7 @@ def _limits_document(limits, **extra) -> dict:
 
 
 @admin_api
-@require_http_methods(["GET", "POST"])
+@allow_methods("GET", "POST")
 def url_limit(request):
     if request.method == "GET":
         return JsonResponse(_limits_document(frontier.current_limits()))
@@ -94,7 +93,7 @@ _FORMAT_ACCEPT = {"json": "application/json", "prometheus": "text/plain",
 
 
 @admin_api
-@require_http_methods(["GET"])
+@allow_methods("GET")
 def metrics_view(request):
     wanted = request.GET.get("format", "")
     if wanted and wanted not in _FORMAT_ACCEPT:
@@ -123,6 +122,6 @@ def dashboard(request):
 
 
 @admin_api
-@require_http_methods(["GET"])
+@allow_methods("GET")
 def dashboard_data(request):
     return JsonResponse({"metrics": metrics.snapshot(), "history": metrics.history()})

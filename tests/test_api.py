@@ -236,9 +236,56 @@ def test_too_many_seeds_and_huge_bodies_are_refused(api, settings):
     assert not Url.objects.exists()
 
 
-def test_the_wrong_method_gets_405(api):
-    assert api.get("/seed/urls").status_code == 405
-    assert api.post("/metrics", {}).status_code == 405
+def test_the_wrong_method_gets_405_in_json_with_the_allowed_ones(api):
+    response = api.get("/seed/urls")
+    assert response.status_code == 405 and response["Allow"] == "POST"
+    assert error_of(response) == "GET is not allowed here; use POST" and response.json()["allowed"] == ["POST"]
+    response = api.post("/metrics", {})
+    assert response.status_code == 405 and response["Allow"] == "GET, HEAD"
+    assert api.get("/url/limit").status_code == 200
+
+
+def test_deeply_nested_json_is_refused_not_a_server_error(api):
+    response = api.post("/seed/urls", "[" * 100_000)
+    assert response.status_code == 400 and error_of(response) == "JSON nested too deeply"
+    response = api.post("/seed/urls", '{"urls": ' + "[" * 50_000 + "]" * 50_000 + "}")
+    assert response.status_code == 400
+    assert not Url.objects.exists()
+
+
+def _chunked_request(body: bytes, terminated: bool, api_key: str):
+    from io import BytesIO
+
+    from django.core.handlers.wsgi import WSGIRequest
+    from django.test import RequestFactory
+
+    environ = RequestFactory().post("/seed/urls").environ
+    environ.pop("CONTENT_LENGTH", None)
+    environ.update({"CONTENT_TYPE": "application/json", "HTTP_TRANSFER_ENCODING": "chunked",
+                    "wsgi.input": BytesIO(body), "wsgi.input_terminated": terminated,
+                    "HTTP_AUTHORIZATION": f"Bearer {api_key}"})
+    return WSGIRequest(environ)
+
+
+def test_a_chunked_body_is_read_when_the_server_dechunks_it(api_key):
+    from console.views import seed_urls
+
+    body = json.dumps({"urls": ["http://chunked.test/"]}).encode()
+    response = seed_urls(_chunked_request(body, True, api_key))
+    assert response.status_code == 200 and json.loads(response.content)["added"] == 1
+    assert Url.objects.filter(url="http://chunked.test/").exists()
+    # a server that cannot de-chunk: a clear 411, not "malformed JSON" for valid JSON
+    response = seed_urls(_chunked_request(body, False, api_key))
+    assert response.status_code == 411 and "Content-Length" in json.loads(response.content)["error"]
+
+
+def test_a_chunked_body_over_the_limit_is_refused(api_key, settings):
+    from console.views import seed_urls
+
+    settings.CRAWLER_API_MAX_BODY_BYTES = 100
+    body = json.dumps({"urls": ["http://chunked.test/" + "x" * 200]}).encode()
+    response = seed_urls(_chunked_request(body, True, api_key))
+    assert response.status_code == 413 and not Url.objects.exists()
 
 
 # --- POST /url/limit ------------------------------------------------------------------------
