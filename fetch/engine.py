@@ -30,6 +30,7 @@ import heapq
 import itertools
 import logging
 import resource
+import socket
 import threading
 import time
 from collections import deque
@@ -61,6 +62,7 @@ class SessionEngine:
         self.fetch_threads = fetch_threads or settings.CRAWLER_FETCH_THREADS
         self.max_sessions = max_sessions or settings.CRAWLER_SESSIONS_PER_PROCESS
         self.name = name
+        self.worker = f"{socket.gethostname()}/{name}"  # names the requests' sender (crawl log, metrics)
         self.stats = EngineStats()
         # One lock, three conditions, so that nobody is woken for nothing: idle fetch threads,
         # the one keeping time for the earliest session, and runners waiting for a session's end.
@@ -185,7 +187,8 @@ class SessionEngine:
         try:
             host = frontier.begin_lease(lease.host_id, lease.token)
             if host is not None:  # else expired or taken over: another worker owns the host now
-                session = HostSession(lease, host, frontier.queued_urls(lease.url_ids), self.writer.put)
+                session = HostSession(lease, host, frontier.queued_urls(lease.url_ids), self.writer.put,
+                                      worker=self.worker)
         except Exception:  # the database is away: the lease expires by itself
             log.exception("could not open the session for host %s", lease.host_id)
             _reset_connection()

@@ -9,8 +9,8 @@ Lifecycle (DESIGN.md section 4; fetch/engine.py runs it, fetch/runners.py starts
 3. robots.txt first, when its cached copy is out of date (it is a request like any other).
 4. Then each URL goes through URL_STEPS, in order: still leased? holding its server's
    address (per-IP politeness)? still inside the session's window? not excluded by an
-   admin? breaker closed? allowed by robots.txt? may the host clock send now? fetch. A
-   step can let the URL go on, settle it without a request, ask to be woken later (the
+   admin? not paused by an operator? breaker closed? allowed by robots.txt? may the host
+   clock send now? fetch. A step can let the URL go on, settle it without a request, ask to be woken later (the
    session then waits in the engine's timer heap, costing no thread), or end the session.
 5. Every finished URL goes to the writer at once (fetch/writer.py: group commits across
    all sessions of the process); the end of the session goes after its URLs, and the
@@ -37,7 +37,7 @@ from frontier import service as frontier
 from frontier.outcomes import FetchReport
 from frontier.vocabulary import FetchError
 
-from . import http, robots
+from . import http, observe, robots
 from .service import NETWORK_FAILURES, Results, fetch_one, robots_failure
 
 # --- what a step says --------------------------------------------------------------------
@@ -83,9 +83,10 @@ class SessionEnded:
 
 class HostSession:
     def __init__(self, lease: frontier.Lease, host: frontier.HostView, urls: list[frontier.QueuedUrl], sink,
-                 now: float | None = None):
+                 now: float | None = None, worker: str = ""):
         now = time.monotonic() if now is None else now
         self.lease, self.host, self.sink = lease, host, sink
+        self.worker = worker  # who sends the requests (the crawl log's worker field)
         self.urls = deque(urls)
         self.clock = pacing.HostClock(host.crawl_delay, host.response_time, host.failures)
         self.window_end = now + settings.CRAWLER_SESSION_SECONDS
@@ -131,13 +132,14 @@ class HostSession:
     def _robots(self):
         refreshed = False
         if robots.needs_fetch(self.host):
-            for check in (lease_held, clock_allows):
+            for check in (lease_held, not_paused, clock_allows):
                 outcome = check(self, None)
                 if outcome is not None:
                     return outcome
             self.host, answer, result = robots.fetch(self.host, via=self.connection)
             self.sink(RobotsFetched(self.host_id, answer))
             self._saw(result)
+            self._observed(result, "robots", None, 1, None)
             self.clock.crawl_delay = self.host.crawl_delay
             refreshed = True
         if self.host.robots_error:
@@ -198,6 +200,11 @@ class HostSession:
         else:
             self.clock.request_failed(end)
 
+    def _observed(self, result: http.FetchResult, kind: str, url_id: int | None, attempt: int,
+                  retry_after: float | None) -> None:
+        observe.request_made(result, kind=kind, url_id=url_id, host_id=self.host_id, origin=self.host.origin,
+                             attempt=attempt, retry_after=retry_after, worker=self.worker, lease=self.lease.token)
+
     def _host_update(self) -> frontier.HostUpdate:
         now, wall = time.monotonic(), timezone.now()
         if politeness.per_host():
@@ -208,7 +215,7 @@ class HostSession:
         if self.requests and self.address and politeness.per_address() and self.clock.last_end is not None:
             address_next = wall + timedelta(seconds=max(0.0, self.clock.last_end + self.clock.delay - now))
         return frontier.HostUpdate(host_next, self.address, address_next, self.clock.response_time,
-                                   self.clock.failures)
+                                   self.clock.failures, self.clock.wait_reason(now))
 
 
 # --- the steps of a URL, in order ----------------------------------------------------------
@@ -255,6 +262,13 @@ def not_excluded(session: HostSession, queued) -> End | None:
     return End("excluded") if frontier.origin_excluded(session.host.origin) else None
 
 
+def not_paused(session: HostSession, queued) -> End | None:
+    """An operator paused the crawl or this host: stop; the URLs left stay queued. The
+    lease keeper refreshes the snapshot every few seconds, so a pause takes effect within
+    LIMITS_RECHECK_SECONDS plus one request."""
+    return End("paused") if frontier.paused_for(session.host_id) else None
+
+
 def breaker_closed(session: HostSession, queued) -> End | None:
     """After CRAWLER_HOST_FAILURE_THRESHOLD network failures in a row, stop; a session that
     starts with the breaker open is a probe: one request, and it ends if that fails too."""
@@ -286,6 +300,7 @@ def fetch(session: HostSession, queued: frontier.QueuedUrl) -> str | End:
     results = Results()
     result, retry_after = fetch_one(results, queued, via=session.connection)
     session._saw(result, retry_after)
+    session._observed(result, "page", queued.id, queued.attempts + 1, retry_after)
     if result.error == FetchError.DNS_UNAVAILABLE:  # nothing recorded: the URL waits for the resolver
         return End("dns_unavailable")
     if session.probing and result.error in NETWORK_FAILURES:
@@ -294,4 +309,5 @@ def fetch(session: HostSession, queued: frontier.QueuedUrl) -> str | End:
     return SENT
 
 
-URL_STEPS = (lease_held, address_held, within_window, not_excluded, breaker_closed, robots_allow, clock_allows, fetch)
+URL_STEPS = (lease_held, address_held, within_window, not_excluded, not_paused, breaker_closed, robots_allow,
+             clock_allows, fetch)

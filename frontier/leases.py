@@ -16,6 +16,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from . import pacing, politeness
+from .limits import current_limits
 from .models import Host, ServerAddress, Url, UrlState
 
 
@@ -52,6 +53,8 @@ def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
     The UPDATE is conditional as well, which is what keeps SQLite (no row locks, but one
     writer at a time) correct.
     """
+    if current_limits().paused:  # an operator paused the crawl (frontier/steering.py)
+        return []
     now = timezone.now()
     active = Host.objects.filter(leased_until__gt=now).count()
     max_hosts = min(max_hosts, settings.CRAWLER_MAX_ACTIVE_LEASES - active)
@@ -63,7 +66,7 @@ def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
     lease_seconds = settings.CRAWLER_LEASE_SECONDS
     by_address = politeness.per_address()
     with transaction.atomic():
-        ready = Host.objects.filter(free, next_fetch_at__lte=now).filter(Exists(due))
+        ready = Host.objects.filter(free, next_fetch_at__lte=now, paused_at__isnull=True).filter(Exists(due))
         if by_address:
             busy = ServerAddress.objects.filter(address=OuterRef("address")).filter(
                 Q(leased_until__gt=now) | Q(next_fetch_at__gt=now))
@@ -196,6 +199,7 @@ class HostUpdate:
     address_next_at: datetime | None = None  # that address's next allowed time
     response_time: float | None = None
     failures: int = 0
+    wait_reason: str = ""  # why next_fetch_at is where it is (pacing.HostClock.wait_reason)
 
 
 def release_host(host_id: int, token: str, next_fetch_at: datetime | None, *, leased_address: str = "",
@@ -207,7 +211,8 @@ def release_host(host_id: int, token: str, next_fetch_at: datetime | None, *, le
     changes = {"lease_owner": "", "leased_until": None}
     if update is not None:
         next_fetch_at = update.next_fetch_at
-        changes.update(response_time=update.response_time, failures=update.failures)
+        changes.update(response_time=update.response_time, failures=update.failures,
+                       wait_reason=update.wait_reason[:24])
         if update.address:
             changes["address"] = update.address
     if next_fetch_at is not None:

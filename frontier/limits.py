@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from .models import CrawlLimits, ExcludedDomain
+from .models import CrawlLimits, ExcludedDomain, Host
 
 LIMITS_RECHECK_SECONDS = 2.0
 
@@ -24,6 +24,8 @@ class Limits:
     max_redirects: int
     excluded_domains: frozenset[str]
     version: int
+    paused: bool = False  # the whole crawl (an operator's pause)
+    paused_hosts: frozenset[int] = frozenset()  # hosts an operator paused
 
     def is_excluded(self, host: str) -> bool:
         return domain_excluded(host, self.excluded_domains)
@@ -51,6 +53,8 @@ def _load() -> Limits:
         max_redirects=settings.CRAWLER_MAX_REDIRECTS,
         excluded_domains=frozenset(ExcludedDomain.objects.values_list("domain", flat=True)),
         version=row.version if row else 0,
+        paused=bool(row and row.paused_at),
+        paused_hosts=frozenset(Host.objects.filter(paused_at__isnull=False).values_list("id", flat=True)),
     )
 
 

@@ -39,12 +39,18 @@ class Host(models.Model):
     failures = models.SmallIntegerField(
         default=0, help_text="network failures in a row; the circuit breaker pauses the host past a threshold"
     )
+    wait_reason = models.CharField(max_length=24, blank=True, default="", help_text="why next_fetch_at is "
+                                   "where it is: crawl_delay, adaptive, default_delay, retry_after_429/503, "
+                                   "breaker, dns, robots_unavailable")
+    paused_at = models.DateTimeField(null=True, blank=True, help_text="an operator paused this host: nothing "
+                                     "is fetched from it until it is resumed")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [
             models.Index(fields=["next_fetch_at"], name="host_next_fetch"),
             models.Index(fields=["address"], name="host_address"),
+            models.Index(fields=["paused_at"], name="host_paused", condition=models.Q(paused_at__isnull=False)),
         ]
 
     def __str__(self):
@@ -64,6 +70,7 @@ class ServerAddress(models.Model):
 
     class Meta:
         verbose_name = "server address"
+        verbose_name_plural = "server addresses"
 
     def __str__(self):
         return self.address
@@ -208,6 +215,8 @@ class CrawlLimits(models.Model):
     depth_limit = models.PositiveIntegerField(null=True, blank=True)
     url_length_limit = models.PositiveIntegerField(null=True, blank=True)
     max_urls_per_host = models.PositiveIntegerField(null=True, blank=True)
+    paused_at = models.DateTimeField(null=True, blank=True, help_text="the whole crawl is paused: no host is "
+                                     "leased and running sessions stop (frontier/steering.py)")
     version = models.PositiveIntegerField(default=1)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -270,3 +279,21 @@ class DeadLetter(models.Model):
 
     def __str__(self):
         return f"{self.url_id}: {self.reason}"
+
+
+class SteeringAction(models.Model):
+    """The audit log of an operator's steering (frontier/steering.py): who did what to
+    what, from the admin or the API. Written by the action itself, so both surfaces are
+    audited the same way; never edited."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    actor = models.CharField(max_length=120, help_text="admin:<user>, api:<user> or key:<API key name>")
+    action = models.CharField(max_length=32)
+    target = models.CharField(max_length=300, blank=True, default="", help_text="the crawl, hosts or URLs")
+    result = models.CharField(max_length=300, blank=True, default="")
+
+    class Meta:
+        verbose_name = "steering action"
+
+    def __str__(self):
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.target}"

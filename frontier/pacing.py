@@ -73,6 +73,17 @@ class HostClock:
         after_last = self.last_end + self.delay if self.last_end is not None else 0.0
         return max(after_last, self.paused_until)
 
+    def wait_reason(self, now: float | None = None) -> str:
+        """Why the next request waits as long as it does (shown to operators): the pause's
+        reason when a pause is what holds it, else where the delay comes from."""
+        now = time.monotonic() if now is None else now
+        after_last = self.last_end + self.delay if self.last_end is not None else 0.0
+        if self.paused_until > max(after_last, now):
+            return self.pause_reason
+        if self.crawl_delay is not None:
+            return "crawl_delay"
+        return "adaptive" if self.delay > settings.CRAWLER_DEFAULT_DELAY else "default_delay"
+
     def pause(self, until: float, reason: str) -> None:
         if until > self.paused_until:
             self.paused_until, self.pause_reason = until, reason

@@ -8,6 +8,7 @@ are the frontier's own business:
     recrawl.py    visits as observations, change rates, the budget, releasing due URLs
     progress.py   is there work, when is the next, what is deferred, the summary
     controls.py   an admin's steering: limits, exclusions, expired leases
+    steering.py   an operator's steering: pause/resume, host and URL actions, audited
 """
 
 from . import scope as _scope
@@ -47,6 +48,18 @@ from .records import QueuedUrl, queued_urls, record_fetch, record_fetches, reque
 from .recrawl import due_counts, plan_recrawl, release_due
 from .scope import InvalidScope, ScopeSpec, parse_spec
 from .stats import dead_letter_count, host_figures, recent_errors, top_hosts, url_figures
+from .steering import (
+    HOST_ACTIONS,
+    MAX_HOSTS_PER_ACTION,
+    MAX_URLS_PER_ACTION,
+    ActionResult,
+    crawl_paused,
+    host_action,
+    pause_crawl,
+    paused_for,
+    recrawl_now,
+    resume_crawl,
+)
 
 scope_key_taken = _scope.key_taken
 save_scope_patterns = _scope.save_patterns
@@ -58,6 +71,8 @@ __all__ = [
     # steering
     "UNSET", "InvalidDomain", "LimitsChange", "canonical_domain", "origin_excluded", "resume_excluded_urls",
     "stop_queued_urls", "sweep_expired_leases", "update_limits", "current_limits",
+    "HOST_ACTIONS", "MAX_HOSTS_PER_ACTION", "MAX_URLS_PER_ACTION", "ActionResult", "crawl_paused", "host_action",
+    "pause_crawl", "paused_for", "recrawl_now", "resume_crawl",
     # leases and sessions
     "HostUpdate", "HostView", "Lease", "begin_lease", "claim_address", "lease_ready_hosts", "release_host",
     "renew_leases",
