@@ -10,8 +10,9 @@ Lifecycle (DESIGN.md section 4; fetch/engine.py runs it, fetch/runners.py starts
 4. Then each URL goes through URL_STEPS, in order: still leased? holding its server's
    address (per-IP politeness)? still inside the session's window? not excluded by an
    admin? not paused by an operator? breaker closed? allowed by robots.txt? may the host
-   clock send now? fetch. A step can let the URL go on, settle it without a request, ask to be woken later (the
-   session then waits in the engine's timer heap, costing no thread), or end the session.
+   clock send now? fetch. A step can let the URL go on, settle it without a request, ask
+   to be woken later (the session then waits in the engine's timer heap, costing no
+   thread), or end the session.
 5. Every finished URL goes to the writer at once (fetch/writer.py: group commits across
    all sessions of the process); the end of the session goes after its URLs, and the
    writer releases the host with the clock's next time. A session whose process dies is
