@@ -185,3 +185,26 @@ def url_limits(data: dict) -> LimitsPayload:
         except frontier.InvalidDomain as exc:
             raise BadPayload(f"excludedDomains[{index}]: {exc}") from None
     return LimitsPayload(changes, list(dict.fromkeys(canonical)))
+
+
+def references(data: dict, field: str, at_most: int, what: str) -> list[int | str]:
+    """{field: [id or URL, …]}: 1 to at_most hosts or URLs, named by integer id or by URL
+    (for hosts: the origin or any URL on it)."""
+    _only(data, (field,))
+    if field not in data:
+        raise BadPayload(f"missing field: {field} (an array of {what} ids or URLs)")
+    refs = data[field]
+    if not isinstance(refs, list):
+        raise BadPayload(f"{field} must be an array of {what} ids or URLs, got {_kind(refs)}")
+    if not refs:
+        raise BadPayload(f"{field} is empty")
+    if len(refs) > at_most:
+        raise BadPayload(f"{len(refs)} {field}; at most {at_most} per request")
+    for index, ref in enumerate(refs):
+        if isinstance(ref, bool) or not isinstance(ref, (int, str)):
+            raise BadPayload(f"{field}[{index}] must be an integer id or a URL string, got {_kind(ref)}")
+        if isinstance(ref, str) and not 0 < len(ref) <= MAX_SEED_CHARS:
+            raise BadPayload(f"{field}[{index}] must be a URL of 1 to {MAX_SEED_CHARS} characters")
+        if isinstance(ref, int) and not 0 < ref < 2**63:
+            raise BadPayload(f"{field}[{index}] is not a valid id")
+    return refs

@@ -23,7 +23,9 @@ from .models import (
     ScopeKind,
     Seed,
     ServerAddress,
+    SteeringAction,
     Url,
+    UrlState,
 )
 from .robots_state import VERDICT_FILTERS, RobotsVerdict
 
@@ -105,13 +107,70 @@ class BigTableAdmin(admin.ModelAdmin):
     list_per_page = 100
 
 
+class DerivedDataAdmin(BigTableAdmin):
+    """Rows the crawl derives (hosts, URLs, leases, robots caches): shown, never edited by
+    hand — an edit would bypass what keeps them consistent (an edited state is not a
+    requeue, an edited lease is a second fetcher). Operators change them through the
+    steering actions (frontier/steering.py), which the API offers too, audited the same."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_steer_permission(self, request):
+        return request.user.has_perm("frontier.change_host")
+
+
+def _actor(request) -> str:
+    return f"admin:{request.user.get_username()}"
+
+
+def _report(modeladmin, request, result: service.ActionResult, what: str) -> None:
+    extras = {k: v for k, v in result.detail.items() if v}
+    suffix = f" ({', '.join(f'{k}: {v}' for k, v in extras.items())})" if extras else ""
+    modeladmin.message_user(request, f"{what}: {result.changed} changed{suffix}", messages.SUCCESS)
+
+
+def _host_action(action: str, description: str):
+    @admin.action(description=description, permissions=["steer"])
+    def run(modeladmin, request, queryset):
+        result = service.host_action(action, list(queryset.values_list("id", flat=True)), _actor(request))
+        _report(modeladmin, request, result, description)
+
+    run.__name__ = action
+    return run
+
+
+class PausedFilter(admin.SimpleListFilter):
+    title = "paused"
+    parameter_name = "paused"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "paused by an operator"), ("no", "not paused")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(paused_at__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(paused_at__isnull=True)
+        return queryset
+
+
 @admin.register(Host)
-class HostAdmin(BigTableAdmin):
-    list_display = ("origin", "address", "urls_link", "crawl_delay", "response_time", "failures", "next_fetch_at",
-                    "robots_status", "robots_error", "lease_owner", "leased_until")
-    list_filter = (LeasedFilter, RobotsFilter)
+class HostAdmin(DerivedDataAdmin):
+    list_display = ("origin", "address", "urls_link", "paused_at", "next_fetch_at", "wait_reason", "crawl_delay",
+                    "response_time", "failures", "robots_status", "robots_error", "lease_owner", "leased_until")
+    list_filter = (PausedFilter, LeasedFilter, RobotsFilter, "wait_reason")
     search_fields = ("origin", "=address")
-    readonly_fields = ("created_at", "url_count", "robots_fetched_at", "robots_sitemaps", "response_time", "failures")
+    actions = [_host_action("pause", "Pause selected hosts"), _host_action("resume", "Resume selected hosts"),
+               _host_action("fetch_now", "Fetch now (cut the wait short)"),
+               _host_action("reset_breaker", "Reset the circuit breaker"),
+               _host_action("refetch_robots", "Refetch robots.txt")]
 
     @admin.display(description="URLs", ordering="url_count")
     def urls_link(self, host):
@@ -120,22 +179,45 @@ class HostAdmin(BigTableAdmin):
 
 
 @admin.register(ServerAddress)
-class ServerAddressAdmin(BigTableAdmin):
+class ServerAddressAdmin(DerivedDataAdmin):
     list_display = ("address", "next_fetch_at", "lease_owner", "leased_until")
     list_filter = (LeasedFilter,)
     search_fields = ("=address",)
 
 
+class UrlStateFilter(admin.SimpleListFilter):
+    """The URL states, with "failed" split in two: dead letters (retries spent, an admin may
+    requeue them) and URLs refused for good without retries (a refused address, a body
+    over the size cap), which are not dead letters."""
+
+    title = "state"
+    parameter_name = "state"
+    DEAD_LETTER, FINAL = "failed_dead_letter", "failed_final"
+
+    def lookups(self, request, model_admin):
+        choices = [(value, label) for value, label in UrlState.choices if value != UrlState.FAILED]
+        return choices + [(self.DEAD_LETTER, "failed (dead letter)"),
+                          (self.FINAL, "failed without retries (refused address, too large)")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == self.DEAD_LETTER:
+            return queryset.filter(state=UrlState.FAILED, dead_letter__isnull=False)
+        if value == self.FINAL:
+            return queryset.filter(state=UrlState.FAILED, dead_letter__isnull=True)
+        if value in UrlState.values:
+            return queryset.filter(state=value)
+        return queryset
+
+
 @admin.register(Url)
-class UrlAdmin(BigTableAdmin):
-    list_display = ("url", "state", "outcome", "last_status", "depth", "attempts", "backoff_level", "next_fetch_at",
-                    "last_fetched_at", "last_observation", "change_rate")
-    list_filter = ("state", "last_observation", StatusFilter, HostFilter)
+class UrlAdmin(DerivedDataAdmin):
+    list_display = ("url", "state", "outcome", "last_status", "depth", "priority_words", "attempts", "backoff_level",
+                    "next_fetch_at", "last_fetched_at", "last_observation", "change_rate")
+    list_filter = (UrlStateFilter, "last_observation", StatusFilter, HostFilter)
     search_fields = ("=url_hash", "url")
     raw_id_fields = ("host", "referrer")
-    readonly_fields = ("url_hash", "created_at", "etag", "last_modified", "content_hash", "payload_at", "text_hash",
-                       "simhash", "last_observation", "observed_at", "last_change_at", "observations", "change_stats",
-                       "change_rate", "recrawl_interval", "backoff_level")
+    actions = ["recrawl_now"]
     fieldsets = (
         (None, {"fields": ("url", "url_hash", "host", "depth", "redirect_hops", "priority", "scopes", "referrer",
                            "created_at")}),
@@ -146,6 +228,24 @@ class UrlAdmin(BigTableAdmin):
                                  "recrawl_interval", "change_stats", "etag", "last_modified", "content_hash",
                                  "payload_at", "text_hash", "simhash")}),
     )
+
+    @admin.display(description="priority", ordering="priority")
+    def priority_words(self, url):
+        return priority_in_words(url.priority)
+
+    @admin.action(description="Recrawl now", permissions=["steer"])
+    def recrawl_now(self, request, queryset):
+        result = service.recrawl_now(list(queryset.values_list("id", flat=True)), _actor(request))
+        _report(self, request, result, "Recrawl now")
+
+
+def priority_in_words(priority: int) -> str:
+    """Priority is minus the link depth unless set (seeds 0): say what it means."""
+    if priority > 0:
+        return f"raised (+{priority})"
+    if priority == 0:
+        return "seed level (0)"
+    return f"{-priority} link{'s' if priority < -1 else ''} from a seed ({priority})"
 
 
 class SeedForm(forms.ModelForm):
@@ -291,25 +391,82 @@ class ExcludedDomainAdmin(admin.ModelAdmin):
 
 @admin.register(CrawlLimits)
 class CrawlLimitsAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "depth_limit", "url_length_limit", "max_urls_per_host", "updated_at")
-    readonly_fields = ("version", "updated_at")
+    """The one row of limits, shown with the values in force (an empty field means the
+    setting's default, which is shown too), the crawl's pause switch as actions."""
+
+    list_display = ("__str__", "crawl_state", "depth_in_force", "url_length_in_force", "quota_in_force",
+                    "excluded_domains", "updated_at")
+    fields = ("depth_limit", "url_length_limit", "max_urls_per_host", "paused_at", "version", "updated_at")
+    readonly_fields = ("paused_at", "version", "updated_at")
+    actions = ["pause_crawl", "resume_crawl"]
 
     def has_add_permission(self, request):
-        return not CrawlLimits.objects.exists()
+        return False  # the row exists: the changelist makes it
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def has_steer_permission(self, request):
+        return request.user.has_perm("frontier.change_host")
+
+    def changelist_view(self, request, extra_context=None):
+        CrawlLimits.objects.get_or_create(pk=1)  # "0 crawl limits" said nothing about the ones in force
+        return super().changelist_view(request, extra_context)
+
+    @admin.display(description="crawl")
+    def crawl_state(self, row):
+        return f"paused since {row.paused_at:%Y-%m-%d %H:%M:%S}" if row.paused_at else "running"
+
+    @admin.display(description="depth limit")
+    def depth_in_force(self, row):
+        return _in_force(row.depth_limit, settings.CRAWLER_DEPTH_LIMIT)
+
+    @admin.display(description="URL length limit")
+    def url_length_in_force(self, row):
+        return _in_force(row.url_length_limit, settings.CRAWLER_MAX_URL_LENGTH)
+
+    @admin.display(description="URLs per host")
+    def quota_in_force(self, row):
+        return _in_force(row.max_urls_per_host, settings.CRAWLER_MAX_URLS_PER_HOST)
+
+    @admin.display(description="excluded domains")
+    def excluded_domains(self, row):
+        return ExcludedDomain.objects.count()
+
+    @admin.action(description="Pause the whole crawl", permissions=["steer"])
+    def pause_crawl(self, request, queryset):
+        _report(self, request, service.pause_crawl(_actor(request)), "Pause the crawl")
+
+    @admin.action(description="Resume the crawl", permissions=["steer"])
+    def resume_crawl(self, request, queryset):
+        _report(self, request, service.resume_crawl(_actor(request)), "Resume the crawl")
+
+
+def _in_force(value, default) -> str:
+    return f"{default} (default)" if value is None else str(value)
+
+
+@admin.register(SteeringAction)
+class SteeringActionAdmin(DerivedDataAdmin):
+    """The audit log: every pause, resume and host or URL action, from the admin or the API."""
+
+    list_display = ("at", "actor", "action", "target", "result")
+    list_filter = ("action",)
+    search_fields = ("actor", "target")
 
 
 @admin.register(DeadLetter)
-class DeadLetterAdmin(BigTableAdmin):
+class DeadLetterAdmin(DerivedDataAdmin):
     list_display = ("url", "reason", "last_status", "attempts", "created_at")
     list_filter = ("reason", "last_status")  # a small table: DISTINCT is cheap here
     list_select_related = ("url",)
     raw_id_fields = ("url",)
     actions = ["requeue"]
 
-    @admin.action(description="Requeue selected URLs")
+    @admin.action(description="Requeue selected URLs", permissions=["steer"])
     def requeue(self, request, queryset):
-        n = service.requeue_dead_letters(queryset.values_list("id", flat=True))
-        messages.success(request, f"{n} URLs requeued")
+        result = service.recrawl_now(list(queryset.values_list("url_id", flat=True)), _actor(request))
+        _report(self, request, result, "Requeued")
 
 
 @admin.register(RecrawlPlan)

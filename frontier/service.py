@@ -47,7 +47,16 @@ from .progress import crawl_summary, deferred_work, has_pending_work, has_work_d
 from .records import QueuedUrl, queued_urls, record_fetch, record_fetches, requeue_dead_letters, save_robots
 from .recrawl import due_counts, plan_recrawl, release_due
 from .scope import InvalidScope, ScopeSpec, parse_spec
-from .stats import dead_letter_count, host_figures, recent_errors, top_hosts, url_figures
+from .stats import (
+    crawl_paused_since,
+    dead_letter_count,
+    host_figures,
+    host_health,
+    overdue_work,
+    recent_errors,
+    top_hosts,
+    url_figures,
+)
 from .steering import (
     HOST_ACTIONS,
     MAX_HOSTS_PER_ACTION,
@@ -55,10 +64,12 @@ from .steering import (
     ActionResult,
     crawl_paused,
     host_action,
+    host_ids_for,
     pause_crawl,
     paused_for,
     recrawl_now,
     resume_crawl,
+    url_ids_for,
 )
 
 scope_key_taken = _scope.key_taken
@@ -72,7 +83,7 @@ __all__ = [
     "UNSET", "InvalidDomain", "LimitsChange", "canonical_domain", "origin_excluded", "resume_excluded_urls",
     "stop_queued_urls", "sweep_expired_leases", "update_limits", "current_limits",
     "HOST_ACTIONS", "MAX_HOSTS_PER_ACTION", "MAX_URLS_PER_ACTION", "ActionResult", "crawl_paused", "host_action",
-    "pause_crawl", "paused_for", "recrawl_now", "resume_crawl",
+    "pause_crawl", "paused_for", "recrawl_now", "resume_crawl", "host_ids_for", "url_ids_for",
     # leases and sessions
     "HostUpdate", "HostView", "Lease", "begin_lease", "claim_address", "lease_ready_hosts", "release_host",
     "renew_leases",
@@ -83,4 +94,5 @@ __all__ = [
     # recrawl
     "release_due", "plan_recrawl", "due_counts",
     "dead_letter_count", "host_figures", "recent_errors", "top_hosts", "url_figures",
+    "crawl_paused_since", "host_health", "overdue_work",
 ]

@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from .limits import cached_limits, current_limits
 from .models import CrawlLimits, DeadLetter, Host, SteeringAction, Url, UrlState
+from .normalize import InvalidUrl, normalize
 
 # URLs one recrawl-now may name, hosts one host action may name (the API's limits too).
 MAX_URLS_PER_ACTION = 1000
@@ -137,7 +138,7 @@ _HOST_ACTIONS = {"pause": _pause_hosts, "resume": _resume_hosts, "fetch_now": _f
 
 
 def _describe_hosts(ids: list[int]) -> str:
-    origins = list(Host.objects.filter(id__in=ids[:5]).values_list("origin", flat=True))
+    origins = list(Host.objects.filter(id__in=ids[:5]).order_by("id").values_list("origin", flat=True))
     more = f" and {len(ids) - 5} more" if len(ids) > 5 else ""
     return ", ".join(origins) + more if origins else f"host ids {ids[:5]}"
 
@@ -159,7 +160,56 @@ def recrawl_now(url_ids: list[int], actor: str) -> ActionResult:
         changed = wanted.update(state=UrlState.QUEUED, outcome="recrawl_now", next_fetch_at=now, attempts=0,
                                 backoff_level=0)
         detail = {"excludedUrlIds": excluded, "unknownUrlIds": [i for i in ids if i not in found]}
-        target = ", ".join(Url.objects.filter(id__in=ids[:3]).values_list("url", flat=True))
+        target = ", ".join(Url.objects.filter(id__in=ids[:3]).order_by("id").values_list("url", flat=True))
         if len(ids) > 3:
             target += f" and {len(ids) - 3} more"
         return _audit(actor, "recrawl_now", target, ActionResult("recrawl_now", changed, detail))
+
+
+# --- naming hosts and URLs the way operators do ----------------------------------------------
+
+def host_ids_for(refs: list[int | str]) -> tuple[list[int], list[int | str]]:
+    """Host ids for references that are ids, origins or any URL on the host
+    ("http://a.test:8000", "http://a.test:8000/page"), in order; with the references that
+    name no known host."""
+    keys = [ref if isinstance(ref, int) else _origin_or_none(ref) for ref in refs]
+    found = set(Host.objects.filter(id__in=[k for k in keys if isinstance(k, int)]).values_list("id", flat=True))
+    found_origins = dict(Host.objects.filter(origin__in=[k for k in keys if isinstance(k, str)])
+                         .values_list("origin", "id"))
+    return _resolved(refs, keys, found, found_origins)
+
+
+def url_ids_for(refs: list[int | str]) -> tuple[list[int], list[int | str]]:
+    """URL ids for references that are ids or URLs (normalized the way the frontier stores
+    them), in order; with the references that name no known URL."""
+    keys = [ref if isinstance(ref, int) else _url_hash_or_none(ref) for ref in refs]
+    found = set(Url.objects.filter(id__in=[k for k in keys if isinstance(k, int)]).values_list("id", flat=True))
+    found_hashes = dict(Url.objects.filter(url_hash__in=[k for k in keys if isinstance(k, str)])
+                        .values_list("url_hash", "id"))
+    return _resolved(refs, keys, found, found_hashes)
+
+
+def _resolved(refs, keys, found_ids: set, found_keys: dict) -> tuple[list[int], list]:
+    ids, unknown = [], []
+    for ref, key in zip(refs, keys):
+        if isinstance(key, int) and key in found_ids:
+            ids.append(key)
+        elif isinstance(key, str) and key in found_keys:
+            ids.append(found_keys[key])
+        else:
+            unknown.append(ref)
+    return ids, unknown
+
+
+def _origin_or_none(ref: str) -> str | None:
+    try:
+        return normalize(ref).origin
+    except InvalidUrl:
+        return None
+
+
+def _url_hash_or_none(ref: str) -> str | None:
+    try:
+        return normalize(ref).url_hash
+    except InvalidUrl:
+        return None

@@ -30,6 +30,17 @@ class DocumentAdmin(admin.ModelAdmin):
     show_full_result_count = False
     list_per_page = 100
 
+    # Documents are what the crawl derived from the archived response: an edited title would
+    # show in search while its words were never indexed. Recrawl the URL instead.
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
     @admin.display(description="frontier URL")
     def url_link(self, document):
         return format_html('<a href="{}">{}</a>', reverse("admin:frontier_url_change", args=[document.url_id]),
