@@ -379,3 +379,19 @@ def test_a_pause_reaches_celery_workers_and_dispatchers_in_other_processes(sites
         wait_until_done(service.has_pending_work, running, 120)
     for site in (a, b):
         assert sorted(Counter(site.pages()).values()) == [1] * PAGES
+
+
+@pytest.mark.django_db
+def test_the_documented_steering_examples_work(api, settings):
+    import yaml
+
+    spec = yaml.safe_load((settings.BASE_DIR / "docs" / "openapi.yaml").read_text())
+    make_url(make_host("http://127.0.0.1:8300"))
+    for path, action in (("/hosts/{action}", "pause"), ("/urls/recrawl", None)):
+        example = spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]["example"]
+        answer = api(path.replace("{action}", action or ""), example)
+        assert answer.status_code == 200 and answer.json()["changed"] == 1
+    documented = spec["paths"]["/hosts/{action}"]["post"]["parameters"][0]["schema"]["enum"]
+    for action in documented:
+        assert api(f"/hosts/{action}", {"hosts": [1]}).status_code in (200, 404)  # a known action
+        assert "unknown host action" not in api(f"/hosts/{action}", {"hosts": [1]}).content.decode()
