@@ -1,5 +1,6 @@
-"""One record per request, handed to whoever listens: the crawl log and the Prometheus
-counters (registered in FetchConfig.ready()).
+"""One record per request, handed to whoever listens: the crawl log (fetch/crawllog.py,
+registered in FetchConfig.ready()) and the Prometheus counters (console/instruments.py,
+registered in ConsoleConfig.ready()).
 
 A host session calls request_made() after every request it sends (robots.txt and pages),
 on the fetch thread that sent it: listeners must be quick, touch no database and never

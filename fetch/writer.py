@@ -16,6 +16,10 @@ released either way. What is still waiting when the process dies is lost: those 
 still queued, and the next session (after the lease expires) fetches them again. The
 queue is bounded (CRAWLER_COMMIT_MAX_PENDING_PAGES): when the database falls behind,
 sessions wait for it instead of filling memory.
+
+Each group also inserts the crawl log entries the fetch threads buffered meanwhile
+(fetch/crawllog.py), in a statement of its own after the results: a failure there loses
+only those entries (the crawl log file has them), never a URL's result.
 """
 
 import logging
@@ -28,7 +32,7 @@ from django.db import close_old_connections, connection
 
 from frontier import service as frontier
 
-from . import robots
+from . import crawllog, robots
 from .service import Results, store
 from .session import RobotsFetched, SessionEnded, UrlsDone
 
@@ -49,6 +53,7 @@ class Writer:
         self._closing = False
         self._flushing = 0  # someone waits for everything to be written: do not gather
         self.errors = 0  # groups or hosts whose results could not be stored
+        self.crawl_log_errors = 0  # groups whose crawl log entries could not be stored
         self.groups = 0
         self.pages = 0
         self._thread = threading.Thread(target=self._run, name="writer", daemon=True)
@@ -88,6 +93,7 @@ class Writer:
             self._closing = True
             self._cond.notify_all()
         self._thread.join(timeout)
+        crawllog.flush()  # the file's last lines, before a worker process exits
 
     @property
     def idle(self) -> bool:
@@ -148,6 +154,7 @@ class Writer:
                               leased_address=item.leased_address, update=item.update)
                 if self.on_release:
                     self.on_release(item)
+        self._store_crawl_log()
         self.groups += 1
 
     def _store(self, done: list[UrlsDone]) -> None:
@@ -170,6 +177,15 @@ class Writer:
             by_host[item.host_id].append(item)
         for items in by_host.values():
             self._store(items)
+
+    def _store_crawl_log(self) -> None:
+        try:
+            crawllog.store_pending()
+            crawllog.prune_if_due()
+        except Exception:  # the results are stored already; only these entries are lost
+            log.exception("crawl log entries could not be stored in the database")
+            self.crawl_log_errors += 1
+            _reset_connection()
 
     def _guarded(self, action, *args, **kwargs) -> None:
         try:

@@ -23,6 +23,8 @@ TEST_SETTINGS = dict(
     CRAWLER_READ_TIMEOUT=5.0,
     CRAWLER_TOTAL_DEADLINE=10.0,
     CRAWLER_WARC_DIR=TEST_WARC_DIR,
+    # Test crawls log their requests beside their archive, never into the project's var/log.
+    CRAWLER_CRAWL_LOG_FILE=f"{TEST_WARC_DIR}/crawl.jsonl",
 )
 
 

@@ -151,6 +151,7 @@ def child_env(**extra) -> dict:
         CRAWLER_DEPTH_LIMIT=str(DEPTH_LIMIT),
         CRAWLER_FETCH_QUEUES="4",
         CRAWLER_WARC_DIR=TEST_WARC_DIR,
+        CRAWLER_CRAWL_LOG_FILE=f"{TEST_WARC_DIR}/crawl.jsonl",
     )
     env.update({k: str(v) for k, v in extra.items()})
     return env

@@ -1,0 +1,158 @@
+"""The crawl log in the Django admin: the recent past of every request from every machine,
+newest first, read-only (entries are facts; fetch/crawllog.py writes and prunes them).
+
+Built for a million rows, like frontier/admin.py: no full COUNT(*) (CappedCountPaginator,
+show_full_result_count=False), fixed filter choices (no DISTINCT scans), and every filter
+rides on one of the two indexes (time; host + time). One host's requests:
+`/admin/fetch/crawllogentry/?host_id=N` (N is the frontier host's id; the origin column
+links there).
+"""
+
+from datetime import UTC, timedelta
+
+from django.contrib import admin
+from django.utils import timezone
+from django.utils.html import format_html
+
+from crawlerweb.paging import CappedCountPaginator
+from frontier.vocabulary import FetchError
+
+from .models import CrawlLogEntry
+
+# What fetch/observe.py outcome_of() names: the class of a status, or the request's error.
+OUTCOMES = (("ok", "not_modified", "redirect", "gone", "denied", "throttled", "server_error", "http_error")
+            + tuple(str(error) for error in FetchError if error != FetchError.ROBOTS_UNAVAILABLE))
+
+
+class OutcomeFilter(admin.SimpleListFilter):
+    title = "outcome"
+    parameter_name = "outcome"
+
+    def lookups(self, request, model_admin):
+        return [(name, name.replace("_", " ")) for name in OUTCOMES]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(outcome=self.value()) if self.value() else queryset
+
+
+class KindFilter(admin.SimpleListFilter):
+    title = "kind"
+    parameter_name = "kind"
+
+    def lookups(self, request, model_admin):
+        return [("page", "page"), ("robots", "robots.txt")]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(kind=self.value()) if self.value() else queryset
+
+
+class StatusClassFilter(admin.SimpleListFilter):
+    title = "status"
+    parameter_name = "status"
+    CLASSES = {"2xx": (200, 299), "3xx": (300, 399), "4xx": (400, 499), "5xx": (500, 599)}
+
+    def lookups(self, request, model_admin):
+        return [(name, name) for name in self.CLASSES] + [("none", "no response")]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value == "none":
+            return queryset.filter(status__isnull=True)
+        if value in self.CLASSES:
+            low, high = self.CLASSES[value]
+            return queryset.filter(status__gte=low, status__lte=high)
+        return queryset
+
+
+class RetryFilter(admin.SimpleListFilter):
+    title = "retries"
+    parameter_name = "retry"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "retries only"), ("no", "first tries only")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(attempt__gt=1)
+        if self.value() == "no":
+            return queryset.filter(attempt__lte=1)
+        return queryset
+
+
+class NotModifiedFilter(admin.SimpleListFilter):
+    title = "304 not modified"
+    parameter_name = "not_modified"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "304s only")]
+
+    def queryset(self, request, queryset):
+        return queryset.filter(status=304) if self.value() == "yes" else queryset
+
+
+class SinceFilter(admin.SimpleListFilter):
+    title = "time"
+    parameter_name = "since"
+    RANGES = {"15m": ("last 15 minutes", timedelta(minutes=15)), "1h": ("last hour", timedelta(hours=1)),
+              "6h": ("last 6 hours", timedelta(hours=6)), "24h": ("last 24 hours", timedelta(hours=24))}
+
+    def lookups(self, request, model_admin):
+        return [(key, label) for key, (label, _) in self.RANGES.items()]
+
+    def queryset(self, request, queryset):
+        if self.value() in self.RANGES:
+            return queryset.filter(at__gte=timezone.now() - self.RANGES[self.value()][1])
+        return queryset
+
+
+class HostFilter(admin.SimpleListFilter):
+    """One host's requests, by the frontier host's id (`?host_id=N`); lists only the chosen
+    host (read from its newest entry), never all hosts."""
+
+    title = "host"
+    parameter_name = "host_id"
+
+    def lookups(self, request, model_admin):
+        value = self.value()
+        if value and value.isdigit():
+            origin = (CrawlLogEntry.objects.filter(host_id=int(value)).order_by("-at")
+                      .values_list("origin", flat=True).first())
+            return [(value, origin or f"host {value}")]
+        return []
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(host_id=int(value)) if value and value.isdigit() else queryset
+
+
+@admin.register(CrawlLogEntry)
+class CrawlLogEntryAdmin(admin.ModelAdmin):
+    paginator = CappedCountPaginator
+    show_full_result_count = False
+    list_per_page = 100
+    ordering = ("-at",)
+    list_display = ("when", "kind", "status", "outcome", "url", "host_link", "bytes", "ms", "attempt", "retry_after",
+                    "address", "worker", "lease")
+    list_display_links = ("when",)
+    list_filter = (SinceFilter, OutcomeFilter, KindFilter, StatusClassFilter, RetryFilter, NotModifiedFilter,
+                   HostFilter)
+    search_fields = ("url",)
+    search_help_text = "part of the URL"
+    sortable_by = ("when",)  # the time index serves it; sorting by another column would sort every row
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="time (UTC)", ordering="at")
+    def when(self, entry):
+        return entry.at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+    @admin.display(description="host")
+    def host_link(self, entry):
+        return format_html('<a href="?host_id={}">{}</a>', entry.host_id, entry.origin)
