@@ -38,14 +38,15 @@ def preload(urls: int, hosts: int = HOSTS) -> None:
         cur.execute("TRUNCATE frontier_url, frontier_host, frontier_deadletter RESTART IDENTITY CASCADE")
         cur.execute(
             """INSERT INTO frontier_host (origin, next_fetch_at, lease_owner, robots_body, robots_error,
-                                          url_count, failures, created_at)
-               SELECT 'http://h' || i || '.frontier.test', now(), '', '', '', 0, 0, now()
+                                          robots_sitemaps, wait_reason, url_count, failures, created_at)
+               SELECT 'http://h' || i || '.frontier.test', now(), '', '', '', '', '', 0, 0, now()
                FROM generate_series(1, %s) AS i""", [hosts])
         cur.execute(
             """INSERT INTO frontier_url (url_hash, url, host_id, depth, redirect_hops, priority, state, outcome,
-                                         attempts, next_fetch_at, content_hash, created_at)
+                                         attempts, next_fetch_at, content_hash, created_at, scopes, backoff_level,
+                                         change_stats, etag, last_modified, last_observation, observations, text_hash)
                SELECT md5('u' || i), 'http://h' || (i %% %s + 1) || '.frontier.test/p/' || i, i %% %s + 1,
-                      i %% 5, 0, -(i %% 5), 'queued', '', 0, now(), '', now()
+                      i %% 5, 0, -(i %% 5), 'queued', '', 0, now(), '', now(), '', 0, '', '', '', '', 0, ''
                FROM generate_series(1, %s) AS i""", [hosts, hosts, urls])
         cur.execute("UPDATE frontier_host h SET url_count = (SELECT count(*) FROM frontier_url u WHERE u.host_id = h.id)")
     with connection.cursor() as cur:

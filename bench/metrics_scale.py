@@ -5,8 +5,10 @@ like bench.frontier_scale, then 60% marked fetched, 5% gone, 2% retrying) it tim
 the median of --repeat runs:
   - a fresh metrics sample (what beat's task or a request finding a stale sample pays:
     one grouped scan of the URL table plus the host, document and broker figures);
-  - GET /metrics served from a fresh sample (what a Prometheus scrape usually pays), JSON
+  - GET /metrics served from a cached sample (what a Prometheus scrape usually pays), JSON
     and Prometheus text;
+  - GET /metrics in Prometheus text taking a fresh sample itself (what a scrape pays when
+    beat is not sampling and the newest sample is older than CRAWLER_METRICS_MAX_AGE);
   - the admin's URL list, unfiltered and filtered by state (no full COUNT(*)).
 
     DATABASE_URL=postgres://…/crawlerweb_bench python -m bench.metrics_scale
@@ -27,7 +29,7 @@ django.setup()
 from django.contrib.auth.models import User  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
-from django.test.utils import setup_test_environment  # noqa: E402
+from django.test.utils import override_settings, setup_test_environment  # noqa: E402
 
 from bench.frontier_scale import preload  # noqa: E402
 from console import metrics  # noqa: E402
@@ -71,11 +73,16 @@ def measure(size: int, repeat: int) -> dict:
         response = c.get(path, **extra)
         assert response.status_code == 200, (path, response.status_code)
 
+    def scrape_with_a_fresh_sample():
+        with override_settings(CRAWLER_METRICS_MAX_AGE=0):
+            get(client, "/metrics?format=prometheus")
+
     figures = {
         "urls": size,
         "fresh_sample_ms": timed(metrics.sample, repeat),
         "metrics_json_cached_ms": timed(lambda: get(client, "/metrics"), repeat),
         "metrics_prometheus_cached_ms": timed(lambda: get(client, "/metrics?format=prometheus"), repeat),
+        "metrics_prometheus_fresh_ms": timed(scrape_with_a_fresh_sample, repeat),
         "admin_url_list_ms": timed(lambda: get(admin, "/admin/frontier/url/"), repeat),
         "admin_url_list_queued_ms": timed(lambda: get(admin, "/admin/frontier/url/?state__exact=queued"), repeat),
     }
@@ -96,11 +103,12 @@ def main(argv=None) -> int:
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(results, f, indent=2)
-    print(f"{'URLs':>10} {'fresh sample':>13} {'/metrics json':>14} {'/metrics prom':>14} "
+    print(f"{'URLs':>10} {'fresh sample':>13} {'/metrics json':>14} {'/metrics prom':>14} {'prom, fresh':>12} "
           f"{'admin list':>11} {'admin queued':>13}   (median ms)")
     for r in results:
         print(f"{r['urls']:>10,} {r['fresh_sample_ms']:>13} {r['metrics_json_cached_ms']:>14} "
-              f"{r['metrics_prometheus_cached_ms']:>14} {r['admin_url_list_ms']:>11} {r['admin_url_list_queued_ms']:>13}")
+              f"{r['metrics_prometheus_cached_ms']:>14} {r['metrics_prometheus_fresh_ms']:>12} "
+              f"{r['admin_url_list_ms']:>11} {r['admin_url_list_queued_ms']:>13}")
     return 0
 
 

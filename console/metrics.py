@@ -2,8 +2,12 @@
 
 Counting a million-row URL table takes a scan, so /metrics does not count on every scrape:
 beat's `console.sample_metrics` (and a request that finds the newest sample too old) takes
-a snapshot and stores it as a MetricSample. Rates come from two samples, the way
-Prometheus' rate() does it; the dashboard's charts are the samples' history.
+a snapshot and stores it as a MetricSample. The JSON's rates come from two samples; the
+dashboard's charts are the samples' history.
+
+In Prometheus format these are the global figures of the frontier, the same whichever web
+instance answers: scrape one. What the crawling processes did (requests, bytes, retries,
+durations) is counted by them and served by each machine's exporter (console/instruments.py).
 """
 
 from datetime import timedelta
@@ -64,8 +68,12 @@ def snapshot(max_age: float | None = None) -> dict:
 
 
 def _rates(row: MetricSample) -> dict | None:
-    """Per-second change of the URL counts by state and by status since an earlier sample
-    (the one closest to RATE_WINDOW_SECONDS before), or None with no earlier sample."""
+    """What grew per second since an earlier sample (the one closest to RATE_WINDOW_SECONDS
+    before), or None with no earlier sample: URLs discovered (admitted), URLs fetched for
+    the first time, URLs dead-lettered. Only counts that grow are rated, and a drop (an
+    admin deleting URLs) reads as 0: counts by state go up and down as URLs move on, and
+    their difference is no rate. Prometheus users rate the processes' counters instead
+    (console/instruments.py)."""
     target = row.taken_at - timedelta(seconds=RATE_WINDOW_SECONDS)
     earlier = (MetricSample.objects.filter(taken_at__lt=row.taken_at, taken_at__gte=target)
                .order_by("taken_at").first()) or (
@@ -76,17 +84,16 @@ def _rates(row: MetricSample) -> dict | None:
     if seconds <= 0:
         return None
     # .get throughout: a sample kept from an older version may lack a figure.
-    now_urls, then_urls = row.figures.get("urls", {}), earlier.figures.get("urls", {})
+    now, then = row.figures, earlier.figures
 
-    def per_second(key):
-        now, then = now_urls.get(key, {}), then_urls.get(key, {})
-        return {k: round((now.get(k, 0) - then.get(k, 0)) / seconds, 3) for k in sorted(set(now) | set(then))}
+    def per_second(figure):
+        return round(max(0, figure(now) - figure(then)) / seconds, 3)
 
     return {
         "window_seconds": round(seconds, 3),
-        "fetched": round((now_urls.get("fetched", 0) - then_urls.get("fetched", 0)) / seconds, 3),
-        "by_state": per_second("by_state"),
-        "by_status": per_second("by_status"),
+        "discovered": per_second(lambda f: f.get("urls", {}).get("total", 0)),
+        "fetched": per_second(lambda f: f.get("urls", {}).get("fetched", 0)),
+        "dead_lettered": per_second(lambda f: f.get("dead_letters", 0)),
     }
 
 
@@ -119,33 +126,53 @@ def prometheus(figures: dict, accept: str) -> tuple[bytes, str]:
     return encoder(registry), content_type
 
 
+# One state per host (frontier.stats.host_figures) and one robots.txt verdict per host:
+# each family adds up to the hosts, so sum() over it counts every host once.
+HOST_STATES = ("leased", "paused", "backing_off", "ready", "idle")
+ROBOTS_VERDICTS = ("never", "ok", "allow_all", "unavailable")
+
+
 class _Collector:
+    """The frontier's figures as gauges. No family mixes a total or an overlapping subset
+    into its label values (each is a partition, or a gauge of its own), and no rate is
+    precomputed: rates come from the processes' counters (console/instruments.py)."""
+
     def __init__(self, figures: dict):
         self.figures = figures
 
     def collect(self):
         f, urls = self.figures, self.figures["urls"]
+        hosts, robots, documents = f["hosts"], f["robots"], f["documents"]
         yield _labelled("crawlerweb_urls", "URLs in the frontier by state", "state", urls["by_state"])
         yield _labelled("crawlerweb_urls_by_status", "URLs by the HTTP status of their last fetch",
                         "status", urls["by_status"])
         yield _plain("crawlerweb_urls_fetched", "URLs fetched at least once", urls["fetched"])
-        yield _labelled("crawlerweb_urls_fetched_recently", "URLs whose last fetch falls in the window",
-                        "window", urls["fetched_recently"])
-        yield _labelled("crawlerweb_pages_per_second", "pages fetched per second over the window",
-                        "window", urls["pages_per_second"])
         yield _labelled("crawlerweb_queued_urls", "queued URLs by priority (higher goes first)",
                         "priority", urls["queued_by_priority"])
         yield _plain("crawlerweb_queued_due_urls", "queued URLs due now", urls["queued_due_now"])
         yield _plain("crawlerweb_retrying_urls", "queued URLs waiting for a retry", urls["retrying"])
         yield _labelled("crawlerweb_errors", "URLs whose last attempt failed, by kind", "kind",
                         urls["errors_by_kind"])
-        yield _labelled("crawlerweb_hosts", "hosts by politeness state", "state", f["hosts"])
-        yield _labelled("crawlerweb_robots_hosts", "hosts by robots.txt cache state", "state", f["robots"])
+        yield _labelled("crawlerweb_hosts", "hosts by state, one state per host (they add up to the hosts)",
+                        "state", {state: hosts.get(state, 0) for state in HOST_STATES})
+        yield _plain("crawlerweb_hosts_circuit_open", "hosts whose circuit breaker is open, whatever their state",
+                     hosts.get("circuit_open", 0))
+        yield _labelled("crawlerweb_robots_hosts", "hosts by robots.txt verdict, one per host", "state",
+                        {verdict: robots.get(verdict, 0) for verdict in ROBOTS_VERDICTS})
+        yield _plain("crawlerweb_robots_cached_hosts", "hosts whose robots.txt is cached and fresh",
+                     robots.get("cached", 0))
         yield _plain("crawlerweb_dead_letters", "URLs in the dead-letter table", f["dead_letters"])
-        yield _labelled("crawlerweb_documents", "documents by kind", "kind", f["documents"])
+        yield _plain("crawlerweb_documents", "documents stored", documents.get("documents", 0))
+        yield _plain("crawlerweb_documents_indexed", "documents in the full-text index", documents.get("indexed", 0))
+        yield _plain("crawlerweb_documents_duplicate", "documents found to duplicate another",
+                     documents.get("duplicates", 0))
+        yield _plain("crawlerweb_documents_noindex", "documents whose page said noindex", documents.get("noindex", 0))
         if f.get("fetch_queues") is not None:
             yield _labelled("crawlerweb_fetch_queue_messages", "messages waiting per Celery fetch queue",
                             "queue", f["fetch_queues"])
+        yield _plain("crawlerweb_fetch_queue_high_water_messages",
+                     "messages in all fetch queues at which dispatchers stop sending (back-pressure)",
+                     int(settings.CRAWLER_MAX_QUEUED_MESSAGES * 0.8))  # fetch.queues.dispatch_room's rule
         yield _plain("crawlerweb_metrics_age_seconds", "age of the sample these figures come from",
                      f["age_seconds"])
 

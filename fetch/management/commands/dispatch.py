@@ -5,6 +5,7 @@ import threading
 
 from django.core.management.base import BaseCommand
 
+from console import instruments
 from crawlerweb.celery import app
 from fetch import runners
 
@@ -19,6 +20,7 @@ class Command(BaseCommand):
         stop = threading.Event()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: stop.set())
+        instruments.crawling_process("dispatcher")  # Prometheus: CRAWLER_METRICS_PORT
         self.stdout.write(f"dispatcher {options['name']} running (Ctrl-C to stop)")
         self.stdout.flush()
         runners.run_dispatcher(options["name"], app, stop)
