@@ -3,13 +3,15 @@ refusal says why (see payloads.py for the validation and auth.py for who gets in
 
 from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
+from django.contrib.staticfiles import finders
 from django.db import DatabaseError
-from django.http import HttpResponse, JsonResponse
+from django.http import FileResponse, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.utils import timezone
 
 from frontier import service as frontier
 
-from . import metrics, payloads
+from . import health, history, metrics, payloads
 from .auth import admin_api, allow_methods, error
 
 REJECTION_MESSAGES = {
@@ -115,13 +117,40 @@ def _prefers_prometheus(accept: str) -> bool:
 def dashboard(request):
     refresh = settings.CRAWLER_DASHBOARD_REFRESH_SECONDS
     try:
-        refresh = max(1.0, float(request.GET.get("refresh", refresh)))
+        refresh = min(3600.0, max(1.0, float(request.GET.get("refresh", refresh))))  # clamps inf and nan too
     except ValueError:
         pass
-    return render(request, "console/dashboard.html", {"refresh_ms": int(refresh * 1000)})
+    return render(request, "console/dashboard.html", {
+        "refresh_ms": int(refresh * 1000),
+        "ranges": [(m, _range_label(m)) for m in history.offered_ranges()],
+        "range_minutes": history.range_minutes(request.GET.get("minutes")),
+        "sample_seconds": settings.CRAWLER_METRICS_SAMPLE_SECONDS,
+    })
+
+
+def _range_label(minutes: int) -> str:
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h"
 
 
 @admin_api
 @allow_methods("GET")
 def dashboard_data(request):
-    return JsonResponse({"metrics": metrics.snapshot(), "history": metrics.history()})
+    """Everything the dashboard draws: the metrics sample, the history over the range asked
+    for (?minutes=, one of history.RANGES_MINUTES), and the live panels (health.py)."""
+    minutes = history.range_minutes(request.GET.get("minutes"))
+    return JsonResponse({
+        "now": timezone.now().isoformat(),  # the page measures ages against the server's clock
+        "metrics": metrics.snapshot(),
+        "history": history.series(minutes),
+        "range_minutes": minutes,
+        "health": health.host_health(),
+        "liveness": health.liveness(),
+    })
+
+
+def favicon(request):
+    """/favicon.ico, which browsers ask for on every page (the admin's included)."""
+    path = finders.find("console/favicon.ico")
+    response = FileResponse(open(path, "rb"), content_type="image/x-icon")
+    response["Cache-Control"] = "public, max-age=86400"
+    return response

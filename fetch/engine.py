@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from console import liveness
 from frontier import service as frontier
 from frontier.limits import LIMITS_RECHECK_SECONDS
 
@@ -285,22 +286,29 @@ class SessionEngine:
 
     def _keeper_loop(self) -> None:
         """Renew every session's lease every CRAWLER_LEASE_SECONDS / 6; between renewals,
-        keep the crawl limits fresh (an admin's exclusion stops sessions within seconds)."""
+        keep the crawl limits fresh (an admin's exclusion stops sessions within seconds) and
+        report this engine alive (console/liveness.py: throttled, never raises)."""
         renew_every = max(0.05, settings.CRAWLER_LEASE_SECONDS / 6)
         tick = min(renew_every, LIMITS_RECHECK_SECONDS)
         next_renewal = time.monotonic() + renew_every
+        kind = liveness.engine_kind(self.name)
         try:
             while True:
                 with self._lock:
                     self._changed.wait(tick)
+                    # Requests of released sessions plus those of sessions still open.
+                    load = dict(sessions=len(self._sessions),
+                                requests=self.stats.requests + sum(s.requests for s in self._sessions.values()))
                     if self._stopping:
-                        return
+                        break
                     sessions = [s for s in self._sessions.values() if not s.ended]
                 close_old_connections()
                 if sessions and time.monotonic() >= next_renewal:
                     next_renewal = time.monotonic() + renew_every
                     self._renew(sessions)
                 _guarded(frontier.current_limits)
+                liveness.beat(kind, self.worker, **load)
+            liveness.beat(kind, self.worker, stopped=True, **load)  # a clean stop, not a death
         finally:
             connection.close()
 

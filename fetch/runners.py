@@ -22,14 +22,16 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import close_old_connections
 
+from console import instruments  # Prometheus counters (leases granted)
+from console.liveness import beat as heartbeat
+from console.models import ProcessKind
 from frontier import service as frontier
 
 from .engine import SessionEngine
 from .queues import dispatch_room, queue_for
+from .tasknames import SESSION_TASK, session_task_name  # the host in the name Flower shows
 
 log = logging.getLogger(__name__)
-
-SESSION_TASK = "fetch.host_session"
 
 
 class IdlePolicy:
@@ -148,10 +150,10 @@ def dispatch_once(name: str, app) -> int:
         log.info("fetch queues at their high-water mark; not dispatching")
         return 0
     sent = 0
-    for lease in frontier.lease_ready_hosts(name, room):
+    for lease in instruments.count_leases(frontier.lease_ready_hosts(name, room)):
         try:
             app.send_task(SESSION_TASK, args=[lease.host_id, lease.token, lease.url_ids, lease.address],
-                          queue=queue_for(lease.origin))
+                          queue=queue_for(lease.origin), shadow=session_task_name(lease.origin))
             sent += 1
         except Exception:  # broker down: give the host back rather than wait for expiry
             log.exception("could not send the session for %s; releasing it", lease.origin)
@@ -171,10 +173,12 @@ def run_dispatcher(name: str, app, stop: threading.Event) -> None:
         except Exception:  # database hiccup: keep the dispatcher alive, try again shortly
             log.exception("dispatch round failed")
             sent = 0
+        heartbeat(ProcessKind.DISPATCHER, name, leased=sent)  # throttled, never raises (console/liveness.py)
         if sent:
             idle.reset()
         else:
             stop.wait(idle.next_wait())
+    heartbeat(ProcessKind.DISPATCHER, name, stopped=True)
 
 
 # --- distributed: the worker -----------------------------------------------------------------

@@ -3,7 +3,8 @@
 The URL table is the big one (millions of rows): the counts by state, status, priority,
 outcome and recent window all come out of ONE grouped scan; the host table gets one
 aggregate query plus one for hosts ready now. The dashboard's lists (top hosts, recent
-errors) add three queries restricted to fetched or failed URLs.
+errors) add three queries restricted to fetched or failed URLs. Host health (the hosts
+held back, and why) reads only the host table: one aggregate and four short lists.
 """
 
 from collections import Counter
@@ -13,12 +14,18 @@ from django.conf import settings
 from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, When
 from django.utils import timezone
 
-from .models import DeadLetter, Host, Url, UrlState
+from .models import CrawlLimits, DeadLetter, Host, Url, UrlState
 from .robots_state import VERDICT_FILTERS, RobotsVerdict
 
 RECENT_WINDOWS = {"1m": 60, "5m": 300, "15m": 900}
-# Where the last attempt went wrong (retrying, or given up): the dashboard's "errors".
-ERROR_STATES = (UrlState.FAILED, UrlState.GONE, UrlState.DENIED, UrlState.HTTP_ERROR)
+# Where the last attempt went wrong and stays wrong: the dashboard's "errors", with the
+# queued URLs waiting for a retry (RETRYING) beside them. BACKOFF is one: its retries are
+# spent and it waits weeks (a host resetting every connection ends there).
+ERROR_STATES = (UrlState.FAILED, UrlState.GONE, UrlState.DENIED, UrlState.HTTP_ERROR, UrlState.BACKOFF)
+# A retry leaves the URL queued with its attempts counted and the error as its outcome
+# (frontier/outcomes.py); every requeue (recrawl, recrawl-now, dead-letter requeue) sets
+# attempts back to 0.
+RETRYING = Q(state=UrlState.QUEUED, attempts__gt=0)
 
 
 def url_figures() -> dict:
@@ -62,13 +69,19 @@ def url_figures() -> dict:
 
 
 def host_figures() -> dict:
+    """Hosts by where each one is, one state per host so that the states add up to the
+    total: leased (a session holds it), paused (by an operator), backing_off (its next
+    allowed time is ahead), ready (due URLs, may be leased now), idle (nothing due).
+    circuit_open cuts across them; so do the robots.txt figures' `cached`."""
     now = timezone.now()
     leased = Q(leased_until__gt=now)
+    unpaused = Q(paused_at__isnull=True)
     threshold = settings.CRAWLER_HOST_FAILURE_THRESHOLD
     figures = Host.objects.aggregate(
         total=Count("id"),
         leased=Count("id", filter=leased),
-        backing_off=Count("id", filter=~leased & Q(next_fetch_at__gt=now)),
+        paused=Count("id", filter=~leased & ~unpaused),
+        backing_off=Count("id", filter=~leased & unpaused & Q(next_fetch_at__gt=now)),
         circuit_open=Count("id", filter=Q(failures__gte=threshold)),
         robots_cached=Count("id", filter=Q(robots_expires_at__gt=now)),
         # One definition of what each robots.txt answer means (robots_state): every host in one.
@@ -79,7 +92,10 @@ def host_figures() -> dict:
     )
     due = Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED, next_fetch_at__lte=now)
     free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
-    figures["ready"] = Host.objects.filter(free, next_fetch_at__lte=now).filter(Exists(due)).count()
+    figures["ready"] = Host.objects.filter(free, unpaused, next_fetch_at__lte=now).filter(Exists(due)).count()
+    # The rest; two queries a few ms apart may disagree by a host or two, never below zero.
+    placed = figures["leased"] + figures["paused"] + figures["backing_off"] + figures["ready"]
+    figures["idle"] = max(0, figures["total"] - placed)
     robots = {k.removeprefix("robots_"): figures.pop(k) for k in list(figures) if k.startswith("robots_")}
     return {"hosts": figures, "robots": robots}
 
@@ -89,18 +105,76 @@ def dead_letter_count() -> int:
 
 
 def top_hosts(limit: int = 10) -> dict:
-    """Hosts with the most pages fetched, and with the most errors."""
-    def top(states):
-        rows = (Url.objects.filter(state__in=states).order_by().values("host")
+    """Hosts with the most pages fetched, and with the most errors: URLs whose last attempt
+    failed, retrying ones included (a host that resets every connection has only those)."""
+    def top(which: Q):
+        rows = (Url.objects.filter(which).order_by().values("host")
                 .annotate(n=Count("id")).order_by("-n", "host")[:limit])
         origins = dict(Host.objects.filter(id__in=[r["host"] for r in rows]).values_list("id", "origin"))
         return [{"host": origins.get(r["host"], "?"), "count": r["n"]} for r in rows]
 
-    return {"by_pages": top([UrlState.FETCHED]), "by_errors": top(list(ERROR_STATES))}
+    return {"by_pages": top(Q(state=UrlState.FETCHED)), "by_errors": top(Q(state__in=ERROR_STATES) | RETRYING)}
 
 
 def recent_errors(limit: int = 20) -> list[dict]:
-    rows = (Url.objects.filter(Q(state__in=ERROR_STATES) | Q(state=UrlState.QUEUED, attempts__gt=0))
+    rows = (Url.objects.filter(Q(state__in=ERROR_STATES) | RETRYING)
             .exclude(last_fetched_at=None).order_by("-last_fetched_at")
             .values("url", "state", "outcome", "last_status", "attempts", "last_fetched_at")[:limit])
     return [dict(row, last_fetched_at=row["last_fetched_at"].isoformat()) for row in rows]
+
+
+# --- host health and stalls (the dashboard's live panels) ----------------------------------
+
+def host_health(limit: int = 20) -> dict:
+    """The hosts held back, each in the first of these states that applies to it (so each
+    host is listed once): paused by an operator; breaker open (CRAWLER_HOST_FAILURE_THRESHOLD
+    network failures in a row); robots.txt unreachable (disallow-all until it is fetched
+    again, RFC 9309); backing off (not leased, next request not before `until`, with the
+    reason the session that released it wrote). Per state: how many hosts, and the `limit`
+    paused longest or waiting longest."""
+    now = timezone.now()
+    paused = Q(paused_at__isnull=False)
+    breaker = ~paused & Q(failures__gte=settings.CRAWLER_HOST_FAILURE_THRESHOLD)
+    robots = ~paused & ~breaker & VERDICT_FILTERS[RobotsVerdict.DISALLOW_ALL]
+    leased = Q(leased_until__gt=now)
+    backing_off = ~paused & ~breaker & ~VERDICT_FILTERS[RobotsVerdict.DISALLOW_ALL] & ~leased & Q(next_fetch_at__gt=now)
+    states = {"paused": paused, "breaker_open": breaker, "robots_unavailable": robots, "backing_off": backing_off}
+    counts = Host.objects.aggregate(**{name: Count("id", filter=q) for name, q in states.items()})
+    columns = ("origin", "next_fetch_at", "wait_reason", "failures", "paused_at", "robots_status", "robots_error",
+               "robots_expires_at")
+    order = {"paused": "paused_at", "breaker_open": "-next_fetch_at", "robots_unavailable": "-next_fetch_at",
+             "backing_off": "-next_fetch_at"}
+    health = {}
+    for name, which in states.items():
+        rows = Host.objects.filter(which).order_by(order[name], "id").values(*columns)[:limit] if counts[name] else []
+        health[name] = {"count": counts[name], "hosts": [_host_row(row, now) for row in rows]}
+    return health
+
+
+def _host_row(row: dict, now) -> dict:
+    until = row["next_fetch_at"]
+    return {
+        "host": row["origin"],
+        "until": until.isoformat() if until and until > now else None,  # None: free to go now
+        "reason": row["wait_reason"],
+        "failures": row["failures"],
+        "paused_at": row["paused_at"].isoformat() if row["paused_at"] else None,
+        "robots_status": row["robots_status"],
+        "robots_error": row["robots_error"],
+        "robots_retry_at": row["robots_expires_at"].isoformat() if row["robots_expires_at"] else None,
+    }
+
+
+def crawl_paused_since():
+    """When an operator paused the whole crawl, or None."""
+    return CrawlLimits.objects.filter(pk=1).values_list("paused_at", flat=True).first()
+
+
+def overdue_work(seconds: float) -> bool:
+    """Whether a queued URL has been due for `seconds` on a host that has been free to be
+    fetched as long (not paused, its own next request time passed): work that a running
+    crawl would have fetched by now. Stops at the first such URL (the state/due index
+    leads); meant to be asked only once nothing has been fetched for a while."""
+    cutoff = timezone.now() - timedelta(seconds=seconds)
+    return Url.objects.filter(state=UrlState.QUEUED, next_fetch_at__lte=cutoff, host__paused_at__isnull=True,
+                              host__next_fetch_at__lte=cutoff).exists()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Start the whole stack on this machine (web + API + dashboard, dispatcher, fetch worker,
-# beat, Flower) with honcho, after migrating. Ctrl-C stops every process.
+# beat, Flower) with honcho, after migrating. A process that dies is started again by
+# scripts/respawn.sh (see why there), the others run on; Ctrl-C stops every process.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/.venv/bin:$PATH"

@@ -1,7 +1,9 @@
 """The whole stack from the Procfile, run by honcho as `make stack` runs it: gunicorn (API,
 dashboard, static files), a dispatcher, a Celery worker, beat and Flower with basic auth.
 Seeded through the REST API, it crawls the sample web completely and politely, beat runs
-its periodic tasks, Flower shows the worker and its fetch tasks, and SIGTERM stops it all."""
+its periodic tasks, Flower shows the worker and its fetch tasks named after their hosts,
+the dashboard's liveness panel shows every process, a worker killed with SIGKILL is
+started again while the web goes on answering, and SIGTERM stops it all."""
 
 import os
 import signal
@@ -61,6 +63,8 @@ def stack(tmp_path):
     web_port, flower_port = free_port(), free_port()
     env = child_env(WEB_BIND=f"127.0.0.1:{web_port}", FLOWER_PORT=flower_port,
                     FLOWER_BASIC_AUTH=":".join(FLOWER_LOGIN), LOG_LEVEL="WARNING",
+                    # Heartbeats every second, stale after 6 (the keeper ticks every 2 s).
+                    CRAWLER_HEARTBEAT_SECONDS=1, CRAWLER_HEARTBEAT_STALE_SECONDS=6,
                     PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     redis.Redis.from_url(env["CELERY_BROKER_URL"]).flushdb()
     log = open(tmp_path / "stack.log", "wb")
@@ -102,6 +106,28 @@ def descendants(pid: int) -> set[int]:
             found.add(child)
             todo.append(child)
     return found
+
+
+def command_line(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def parent_of(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def celery_worker(stack) -> tuple[int, int] | None:
+    """(pid, its respawn.sh's pid) of the Celery worker's main process, or None."""
+    for pid in descendants(stack.pid):
+        args = command_line(pid)
+        if "worker" in args and any(a.endswith("celery") for a in args[:2]):
+            parent = parent_of(pid)
+            if any(a.endswith("respawn.sh") for a in command_line(parent)):
+                return pid, parent
+    return None
 
 
 def alive(pids: set[int]) -> set[int]:
@@ -150,22 +176,52 @@ def test_the_procfile_stack_crawls_reports_and_stops_cleanly(tmp_path, stack):
         assert requests.get(f"{stack.flower}/api/workers", timeout=5).status_code == 401
         workers = requests.get(f"{stack.flower}/api/workers?refresh=1", auth=flower_auth, timeout=10).json()
         assert len(workers) == 1
-        tasks = requests.get(f"{stack.flower}/api/tasks", params={"taskname": "fetch.host_session"},
-                             auth=flower_auth, timeout=10).json()
-        assert tasks and {t["state"] for t in tasks.values()} == {"SUCCESS"}
-        assert all(t["worker"] == next(iter(workers)) for t in tasks.values())
+        tasks = requests.get(f"{stack.flower}/api/tasks", auth=flower_auth, timeout=10).json()
+        sessions = [t for t in tasks.values() if t["name"].startswith("fetch.host_session")]
+        assert sessions and {t["state"] for t in sessions} == {"SUCCESS"}
+        assert all(t["worker"] == next(iter(workers)) for t in sessions)
+        # Named after their hosts (Celery's shadow name), every host of the sample web.
+        assert {t["name"] for t in sessions} == {f"fetch.host_session[http://{host}]" for host in web.hosts}
 
         # gunicorn serves the dashboard's static files and sends strangers to the login page.
         assert requests.get(f"{stack.web}/static/vendor/chartjs/chart.umd.min.js", timeout=5).status_code == 200
         dashboard = requests.get(f"{stack.web}/dashboard/", allow_redirects=False, timeout=5)
         assert dashboard.status_code == 302 and "/admin/login/" in dashboard.headers["Location"]
+        assert requests.get(f"{stack.web}/favicon.ico", timeout=5).status_code == 200
+
+        # The liveness panel: the worker's engine and the dispatcher report, beat has run.
+        live = api.get(f"{stack.web}/dashboard/data", timeout=10).json()["liveness"]
+        assert live["workers_online"] >= 1 and live["dispatchers_online"] == 1, live
+        (dispatcher,) = [p for p in live["processes"] if p["kind"] == "dispatcher"]
+        assert dispatcher["leases"] >= len(web.hosts) and dispatcher["last_lease_at"]
+        assert live["beat"]["last_run_at"] and not live["beat"]["late"]
+        assert live["crawl"]["state"] == "idle"  # crawled it all
+
+        # A worker killed outright is started again; the web never stops answering.
+        killed, wrapper = celery_worker(stack)
+        os.kill(killed, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while (restarted := celery_worker(stack)) is None or restarted[0] == killed:
+            assert api.get(f"{stack.web}/dashboard/data", timeout=10).status_code == 200  # the dashboard goes on
+            assert stack.poll() is None and time.monotonic() < deadline, "the worker was not started again"
+            time.sleep(0.3)
+        assert restarted[1] == wrapper  # by the same respawn.sh: honcho saw nothing
+        wait_for(lambda: any(w.get("stats", {}).get("pid") == restarted[0] for w in requests.get(
+            f"{stack.flower}/api/workers?refresh=1", auth=flower_auth, timeout=10).json().values()),
+            STARTUP_TIMEOUT, "Flower to see the new worker", stack)
+        # The dead worker's engines stopped writing their heartbeats: stale, not online.
+        wait_for(lambda: any(p["state"] == "stale" and p["kind"] == "worker" for p in api.get(
+            f"{stack.web}/dashboard/data", timeout=10).json()["liveness"]["processes"]), 30,
+            "the killed worker's heartbeat to go stale", stack)
+        assert api.get(f"{stack.web}/dashboard/data", timeout=10).status_code == 200
+        assert "respawn: celery was killed by signal 9" in stack.log.read_text(errors="replace")
     except AssertionError:
         print(stack.log.read_text(errors="replace")[-6000:])
         raise
 
     # SIGTERM (what Ctrl-C or systemd sends) stops every process of the stack.
     stack.processes |= descendants(stack.pid)
-    assert len(stack.processes) >= 10  # five shells, five programs (and gunicorn's workers)
+    assert len(stack.processes) >= 10  # five respawn.sh, five programs (and gunicorn's workers)
     stack.send_signal(signal.SIGTERM)
     stack.wait(timeout=40)
     deadline = time.monotonic() + 10

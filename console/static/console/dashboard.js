@@ -1,4 +1,4 @@
-// The dashboard: polls /dashboard/data and redraws its charts. No framework, Chart.js only.
+// The dashboard: polls /dashboard/data and redraws its charts and panels. No framework, Chart.js only.
 "use strict";
 
 (function () {
@@ -14,8 +14,15 @@
     if (n < 500) return "#e8a33d";
     return "#d9534f";
   };
+  const statusWords = {
+    200: "OK", 203: "Non-Authoritative", 204: "No Content", 206: "Partial", 301: "Moved Permanently", 302: "Found",
+    303: "See Other", 304: "Not Modified", 307: "Temporary Redirect", 308: "Permanent Redirect", 400: "Bad Request",
+    401: "Unauthorized", 403: "Forbidden", 404: "Not Found", 410: "Gone", 429: "Too Many Requests",
+    500: "Server Error", 502: "Bad Gateway", 503: "Unavailable", 504: "Gateway Timeout",
+  };
   const charts = {};
-  const state = { updates: 0, errors: 0, lastError: null };
+  const state = { updates: 0, errors: 0, lastError: null, lastSuccess: 0, range: null };
+  const rangeSelect = document.getElementById("range");
   window.dashboard = { charts, state };
 
   function chart(id, config) {
@@ -26,16 +33,26 @@
     return charts[id];
   }
 
+  // Counts are whole numbers: no axis tick between 0 and 1.
+  const countAxis = (title) => ({ beginAtZero: true, ticks: { precision: 0 }, title: { display: !!title, text: title || "" } });
+
   function setBars(id, labels, values, label, colours, horizontal) {
     const c = chart(id, {
       type: "bar",
       data: { labels: [], datasets: [{ label, data: [], backgroundColor: colours || palette[0] }] },
-      options: { indexAxis: horizontal ? "y" : "x", plugins: { legend: { display: false } } },
+      options: { indexAxis: horizontal ? "y" : "x", plugins: { legend: { display: false } },
+                 scales: { [horizontal ? "x" : "y"]: countAxis(label) } },
     });
     c.data.labels = labels;
     c.data.datasets[0].data = values;
     if (colours) c.data.datasets[0].backgroundColor = colours;
     c.update();
+    empty(id, values.length === 0);
+  }
+
+  // A chart with nothing to show says why (the figure's data-empty text) instead of a blank box.
+  function empty(id, isEmpty) {
+    document.getElementById(id).closest("figure").classList.toggle("empty", isEmpty);
   }
 
   function text(id, value) {
@@ -46,83 +63,208 @@
     return n === null || n === undefined ? "–" : Number(n).toLocaleString("en");
   }
 
-  function draw(data) {
-    const m = data.metrics;
-    const urls = m.urls;
-    text("rate-1m", urls.pages_per_second["1m"].toFixed(1));
-    text("fetched", number(urls.fetched));
-    text("queued", `${number(urls.by_state.queued)} (${number(urls.queued_due_now)})`);
-    text("hosts", `${number(m.hosts.leased)} / ${number(m.hosts.ready)} / ${number(m.hosts.backing_off)}`);
-    text("indexed", number(m.documents.indexed));
-    text("dead", number(m.dead_letters));
+  // Seconds as an operator reads them: "45 s", "3 min", "2 h 5 min", "3 d".
+  function duration(seconds) {
+    const s = Math.max(0, Math.round(seconds));
+    if (s < 90) return `${s} s`;
+    if (s < 3600) return `${Math.round(s / 60)} min`;
+    if (s < 86400) return `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
+    return `${Math.round(s / 86400)} d`;
+  }
 
-    const history = data.history;
-    const rate = chart("chart-rate", {
-      type: "line",
-      data: { labels: [], datasets: [
-        { label: "pages/s", data: [], borderColor: palette[0], backgroundColor: palette[0], yAxisID: "y", tension: 0.25 },
-        { label: "queued URLs", data: [], borderColor: palette[2], backgroundColor: palette[2], yAxisID: "queue", tension: 0.25 },
-      ] },
-      options: { scales: { y: { beginAtZero: true, title: { display: true, text: "pages/s" } },
-                           queue: { beginAtZero: true, position: "right", grid: { drawOnChartArea: false },
-                                    title: { display: true, text: "queued" } } } },
-    });
-    rate.data.labels = history.map((p) => new Date(p.t).toLocaleTimeString());
-    rate.data.datasets[0].data = history.map((p) => p.pages_per_second);
-    rate.data.datasets[1].data = history.map((p) => p.queued);
-    rate.update();
+  // Times are compared with the server's clock (data.now), not this browser's.
+  function ago(iso, now) {
+    return iso ? `${duration((now - Date.parse(iso)) / 1000)} ago` : "never";
+  }
 
-    const statuses = Object.keys(urls.by_status);
-    const status = chart("chart-status", {
-      type: "doughnut",
-      data: { labels: [], datasets: [{ data: [], backgroundColor: [] }] },
-      options: { plugins: { legend: { position: "right" } } },
-    });
-    status.data.labels = statuses;
-    status.data.datasets[0].data = statuses.map((s) => urls.by_status[s]);
-    status.data.datasets[0].backgroundColor = statuses.map(statusColour);
-    status.update();
+  function until(iso, now) {
+    return iso ? `in ${duration((Date.parse(iso) - now) / 1000)}` : "now";
+  }
 
-    const priorities = Object.keys(urls.queued_by_priority);
-    setBars("chart-priority", priorities.map((p) => `priority ${p}`), priorities.map((p) => urls.queued_by_priority[p]), "queued URLs");
-    setBars("chart-top-pages", m.top_hosts.by_pages.map((h) => h.host), m.top_hosts.by_pages.map((h) => h.count), "pages", palette[1], true);
-    setBars("chart-top-errors", m.top_hosts.by_errors.map((h) => h.host), m.top_hosts.by_errors.map((h) => h.count), "errors", palette[3], true);
-    const kinds = Object.keys(urls.errors_by_kind);
-    setBars("chart-errors", kinds, kinds.map((k) => urls.errors_by_kind[k]), "URLs", palette[3]);
+  function priorityWords(p) {
+    const n = Number(p);
+    if (n > 0) return `raised (+${n})`;
+    if (n === 0) return "seeds";
+    return n === -1 ? "1 link from a seed" : `${-n} links from a seed`;
+  }
 
-    const rows = document.querySelector("#recent-errors tbody");
-    rows.replaceChildren(...m.recent_errors.map((e) => {
+  function fillTable(selector, rows, columns) {
+    const tbody = document.querySelector(`${selector} tbody`);
+    tbody.replaceChildren(...rows.map((row) => {
       const tr = document.createElement("tr");
-      for (const [value, cls] of [[new Date(e.last_fetched_at).toLocaleTimeString(), ""], [e.url, "url"], [e.state, ""],
-                                  [e.outcome, ""], [e.last_status ?? "", ""], [e.attempts, ""]]) {
+      for (const column of columns(row)) {
+        const [value, cls, title] = Array.isArray(column) ? column : [column];
         const td = document.createElement("td");
-        td.textContent = value;
+        td.textContent = value ?? "";
         if (cls) td.className = cls;
+        if (title) td.title = title;
         tr.appendChild(td);
       }
       return tr;
     }));
   }
 
+  function drawCharts(data) {
+    const m = data.metrics;
+    const urls = m.urls;
+    const history = data.history;
+    const withRate = history.filter((p) => p.pages_per_second !== null);
+    const long = data.range_minutes > 60;
+    const timeFormat = long ? { hour: "2-digit", minute: "2-digit" } : { hour: "2-digit", minute: "2-digit", second: "2-digit" };
+    const rate = chart("chart-rate", {
+      type: "line",
+      data: { labels: [], datasets: [
+        { label: "pages/s", data: [], borderColor: palette[0], backgroundColor: palette[0], yAxisID: "y", tension: 0.25, pointRadius: 0 },
+        { label: "queued URLs", data: [], borderColor: palette[2], backgroundColor: palette[2], yAxisID: "queue", tension: 0.25, pointRadius: 0 },
+      ] },
+      options: { interaction: { mode: "index", intersect: false },
+                 scales: { y: { beginAtZero: true, title: { display: true, text: "pages/s" } },
+                           queue: Object.assign(countAxis("queued"), { position: "right", grid: { drawOnChartArea: false } }) } },
+    });
+    rate.data.labels = history.map((p) => new Date(p.t).toLocaleTimeString([], timeFormat));
+    rate.data.datasets[0].data = history.map((p) => p.pages_per_second);
+    rate.data.datasets[1].data = history.map((p) => p.queued);
+    rate.update();
+    empty("chart-rate", withRate.length < 2);  // one point is no line
+
+    const statuses = Object.keys(urls.by_status);
+    const total = statuses.reduce((n, s) => n + urls.by_status[s], 0);
+    const status = chart("chart-status", {
+      type: "doughnut",
+      data: { labels: [], datasets: [{ data: [], backgroundColor: [] }] },
+      options: { plugins: { legend: { position: "right" },
+                            tooltip: { callbacks: { label: (ctx) => `${number(ctx.parsed)} URLs (${Math.round(100 * ctx.parsed / total)}%)` } } } },
+    });
+    status.data.labels = statuses.map((s) => `${s}${statusWords[s] ? " " + statusWords[s] : ""} · ${number(urls.by_status[s])}`);
+    status.data.datasets[0].data = statuses.map((s) => urls.by_status[s]);
+    status.data.datasets[0].backgroundColor = statuses.map(statusColour);
+    status.update();
+    empty("chart-status", statuses.length === 0);
+
+    const priorities = Object.keys(urls.queued_by_priority).sort((a, b) => Number(b) - Number(a));
+    setBars("chart-priority", priorities.map(priorityWords), priorities.map((p) => urls.queued_by_priority[p]), "queued URLs");
+    setBars("chart-top-pages", m.top_hosts.by_pages.map((h) => h.host), m.top_hosts.by_pages.map((h) => h.count), "pages", palette[1], true);
+    setBars("chart-top-errors", m.top_hosts.by_errors.map((h) => h.host), m.top_hosts.by_errors.map((h) => h.count), "URLs with errors", palette[3], true);
+    const kinds = Object.keys(urls.errors_by_kind);
+    setBars("chart-errors", kinds, kinds.map((k) => urls.errors_by_kind[k]), "URLs", palette[3]);
+  }
+
+  function drawCards(data) {
+    const m = data.metrics;
+    const urls = m.urls;
+    const live = data.liveness;
+    const now = Date.parse(data.now);
+    text("rate-1m", Number(urls.pages_per_second["1m"]).toFixed(1));
+    text("fetched", number(urls.fetched));
+    text("queued", `${number(urls.by_state.queued)} (${number(urls.queued_due_now)})`);
+    text("hosts", `${number(m.hosts.leased)} / ${number(m.hosts.ready)} / ${number(m.hosts.backing_off)}`);
+    text("indexed", number(m.documents.indexed));
+    text("dead", number(m.dead_letters));
+    text("online", `${live.workers_online} / ${live.dispatchers_online}`);
+    const queues = m.fetch_queues;
+    text("broker", queues ? number(Object.values(queues).reduce((n, v) => n + v, 0)) : "no broker");
+    document.getElementById("broker").title = queues ? Object.entries(queues).map(([q, n]) => `${q}: ${n}`).join("\n") : "the broker did not answer";
+    text("beat", live.beat.last_run_at ? ago(live.beat.last_run_at, now) : "never");
+    document.getElementById("beat").closest(".card").classList.toggle("warn", live.beat.late);
+  }
+
+  function drawLiveness(data) {
+    const live = data.liveness;
+    const now = Date.parse(data.now);
+    const crawl = live.crawl;
+    const banner = document.getElementById("crawl-state");
+    banner.dataset.state = crawl.state;
+    text("crawl-state-word", crawl.state);
+    const last = crawl.last_request_at ? ` Last request ${ago(crawl.last_request_at, now)}.` : "";
+    text("crawl-state-detail", `${crawl.detail}.${last}`);
+
+    fillTable("#processes", live.processes, (p) => [
+      p.kind, [p.name, "url"], `${p.hostname} / ${p.pid}`, [p.state, `state-${p.state}`],
+      [ago(p.seen_at, now), "", p.seen_at], p.kind === "dispatcher" ? "" : number(p.sessions),
+      p.kind === "dispatcher" ? `${number(p.leases)} leases` : number(p.requests),
+      p.kind === "dispatcher" ? ago(p.last_lease_at, now) : ago(p.last_request_at, now),
+    ]);
+    text("processes-note", live.processes.length ? `stale: no heartbeat for ${live.stale_after_seconds} s (killed or stuck)`
+      : "no process has reported yet: start a worker and a dispatcher, or `manage.py crawl`");
+  }
+
+  function drawHealth(data) {
+    const h = data.health;
+    const now = Date.parse(data.now);
+    const count = (id, part) => text(id, part.count > part.hosts.length ? `${part.count} (longest first)` : String(part.count));
+    count("count-paused", h.paused);
+    count("count-breaker", h.breaker_open);
+    count("count-backoff", h.backing_off);
+    count("count-robots", h.robots_unavailable);
+    fillTable("#health-paused", h.paused.hosts, (x) => [[x.host, "url"], [ago(x.paused_at, now), "", x.paused_at]]);
+    fillTable("#health-breaker", h.breaker_open.hosts, (x) => [[x.host, "url"], number(x.failures), [until(x.until, now), "", x.until]]);
+    fillTable("#health-backoff", h.backing_off.hosts, (x) => [[x.host, "url"], [until(x.until, now), "", x.until], x.reason_text]);
+    fillTable("#health-robots", h.robots_unavailable.hosts, (x) => [
+      [x.host, "url"], x.robots_error || (x.robots_status ? `HTTP ${x.robots_status}` : ""),
+      [until(x.robots_retry_at && Date.parse(x.robots_retry_at) > now ? x.robots_retry_at : null, now), "", x.robots_retry_at]]);
+  }
+
+  function drawErrors(data) {
+    fillTable("#recent-errors", data.metrics.recent_errors, (e) => [
+      new Date(e.last_fetched_at).toLocaleTimeString(), [e.url, "url"], e.state, e.outcome, e.last_status ?? "", e.attempts]);
+  }
+
+  function dataUrl() {
+    return `${source}?minutes=${encodeURIComponent(rangeSelect.value)}`;
+  }
+
+  let timer = null;
+  let inFlight = false;
+  let again = false;  // the range changed while a poll was under way: poll once more after it
   async function refresh() {
+    if (inFlight) {
+      again = true;
+      return;
+    }
+    inFlight = true;
+    clearTimeout(timer);
     const status = document.getElementById("status");
     try {
-      const response = await fetch(source, { credentials: "same-origin", headers: { Accept: "application/json" } });
+      const response = await fetch(dataUrl(), { credentials: "same-origin", headers: { Accept: "application/json" } });
       if (!response.ok) throw new Error(`HTTP ${response.status}`);
       const data = await response.json();
-      draw(data);
+      drawCards(data);
+      drawCharts(data);
+      drawLiveness(data);
+      drawHealth(data);
+      drawErrors(data);
       state.updates += 1;
-      status.className = "";
-      status.textContent = `updated ${new Date().toLocaleTimeString()} · figures ${Math.round(data.metrics.age_seconds)} s old`;
+      state.range = data.range_minutes;
+      state.lastSuccess = Date.now();
+      body.classList.remove("stale");
+      const age = Math.round(data.metrics.age_seconds);
+      const old = age > 3 * Number(body.dataset.sampleSeconds || 15);
+      status.className = old ? "stale" : "";
+      status.textContent = `updated ${new Date().toLocaleTimeString()} · figures ${age} s old${old ? " (stale: is beat running?)" : ""}`;
     } catch (err) {
       state.errors += 1;
       state.lastError = String(err);
       status.className = "stale";
-      status.textContent = `not updating: ${err.message} (retrying)`;
+      const since = state.lastSuccess ? ` · showing figures from ${new Date(state.lastSuccess).toLocaleTimeString()}` : "";
+      status.textContent = `not updating: ${err.message} (retrying)${since}`;
+      body.classList.add("stale");  // greys every panel: what is shown is no longer current
     } finally {
-      setTimeout(refresh, refreshMs);
+      inFlight = false;
+      if (again) {
+        again = false;
+        refresh();
+      } else {
+        timer = setTimeout(refresh, refreshMs);
+      }
     }
   }
+
+  rangeSelect.addEventListener("change", () => {
+    const url = new URL(window.location.href);
+    url.searchParams.set("minutes", rangeSelect.value);
+    window.history.replaceState(null, "", url);
+    refresh();
+  });
 
   refresh();
 })();
