@@ -153,9 +153,11 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
-    # Tests need a file (not shared-cache memory) so the crawler's threads can share it.
+    # Tests need a file (not shared-cache memory) so the crawler's threads can share it; one
+    # per database named, so two test runs on two DATABASE_URLs never share one.
     (BASE_DIR / "var").mkdir(exist_ok=True)
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / "test.sqlite3")}
+    _stem = Path(DATABASES["default"]["NAME"]).stem
+    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / f"test-{_stem}.sqlite3")}
 else:  # PostgreSQL
     # Persistent connections, checked before reuse. A Celery worker's session engine
     # (fetch/engine.py) keeps one per database thread (its intake, lease keeper and
@@ -262,13 +264,16 @@ CRAWLER_API_MAX_SEEDS = envint("CRAWLER_API_MAX_SEEDS", 10_000, minimum=1)
 CRAWLER_ALLOWED_NETWORKS = envnetworks("CRAWLER_ALLOWED_NETWORKS")
 # Extra host:port endpoints never fetched, even inside an allowed network. The crawler's own
 # services are refused without being listed: the database and the broker (from their URLs),
-# the web server (WEB_BIND) and Flower (FLOWER_ADDRESS, FLOWER_PORT).
+# the web server (WEB_BIND), Flower (FLOWER_ADDRESS, FLOWER_PORT) and the metrics exporter
+# (CRAWLER_METRICS_ADDRESS, CRAWLER_METRICS_PORT).
 CRAWLER_REFUSED_ENDPOINTS = envlist("CRAWLER_REFUSED_ENDPOINTS")
 # Computed: the crawler's own services as (host, port): fetch.http refuses them whatever is allowed.
 CRAWLER_OWN_SERVICES = [e for e in (
     endpoint(DATABASE_URL, 5432), endpoint(CELERY_BROKER_URL, 6379),
     endpoint(envstr("WEB_BIND", "127.0.0.1:8000")),
     endpoint(f"{envstr('FLOWER_ADDRESS', '127.0.0.1')}:{envstr('FLOWER_PORT', '5555')}"),
+    # the metrics exporter (CRAWLER_METRICS_ADDRESS/_PORT below; port 0 = off, nothing to refuse)
+    endpoint(f"{envstr('CRAWLER_METRICS_ADDRESS', '127.0.0.1')}:{envstr('CRAWLER_METRICS_PORT', '0')}"),
     *(endpoint(item) for item in CRAWLER_REFUSED_ENDPOINTS),
 ) if e]
 # Seconds to wait for a TCP connection.
@@ -376,6 +381,24 @@ CRAWLER_SESSION_SECONDS = envfloat("CRAWLER_SESSION_SECONDS", 60.0, minimum=0.1)
 CRAWLER_SESSION_MAX_URLS = envint("CRAWLER_SESSION_MAX_URLS", 100, minimum=1)
 # Host sessions one process holds at once (each keeps one connection open).
 CRAWLER_SESSIONS_PER_PROCESS = envint("CRAWLER_SESSIONS_PER_PROCESS", 1000, minimum=1)
+# --- Prometheus: the crawling processes' counters (console/instruments.py, README
+# "Prometheus and Grafana"); the frontier's figures are the web's GET /metrics.
+# Port of this machine's metrics exporter, served by the Celery worker's main process,
+# `manage.py dispatch` or `manage.py crawl` (the first to bind it; the others take over if
+# it stops). 0 (default): no exporter, so no process opens a port it was not asked to.
+CRAWLER_METRICS_PORT = envint("CRAWLER_METRICS_PORT", 0, maximum=65535)
+# Address the exporter binds: loopback by default; a private address for a remote Prometheus.
+CRAWLER_METRICS_ADDRESS = envstr("CRAWLER_METRICS_ADDRESS", "127.0.0.1")
+# prometheus-client's multiprocess mode: the directory where every process of this machine
+# writes its series for the one exporter to add up (one per machine, local disk or tmpfs,
+# never shared between machines). With an exporter port and no directory given, var/prometheus.
+# prometheus_client reads the environment variable when it is first imported, which is after
+# the settings in every entry point (manage.py, celery, gunicorn): hence os.environ.
+PROMETHEUS_MULTIPROC_DIR = envstr("PROMETHEUS_MULTIPROC_DIR", "") or (
+    str(BASE_DIR / "var" / "prometheus") if CRAWLER_METRICS_PORT else "")
+if PROMETHEUS_MULTIPROC_DIR:
+    Path(PROMETHEUS_MULTIPROC_DIR).mkdir(parents=True, exist_ok=True)
+    os.environ["PROMETHEUS_MULTIPROC_DIR"] = PROMETHEUS_MULTIPROC_DIR
 # Search backend: dotted path to a class, or empty to pick by database vendor.
 CRAWLER_SEARCH_BACKEND = envstr("CRAWLER_SEARCH_BACKEND", "")
 # Search ranking (indexer/ranking.py, docs/search.md): two-group BM25F. The title+URL
@@ -409,6 +432,20 @@ CRAWLER_USER_AGENT = envstr(
 # crawler's name, not its whole User-Agent string, case-insensitively). Empty: the
 # User-Agent's first token ("crawlerweb").
 CRAWLER_ROBOTS_TOKEN = envstr("CRAWLER_ROBOTS_TOKEN", "")
+# Liveness (console/liveness.py, the dashboard): every session engine and dispatcher writes
+# a heartbeat row at most every CRAWLER_HEARTBEAT_SECONDS …
+CRAWLER_HEARTBEAT_SECONDS = envfloat("CRAWLER_HEARTBEAT_SECONDS", 5.0, minimum=0.1)
+# … a process not heard from for this many seconds shows as stale (dead or stuck) …
+CRAWLER_HEARTBEAT_STALE_SECONDS = envfloat("CRAWLER_HEARTBEAT_STALE_SECONDS", 30.0, minimum=1.0)
+# … and its row is deleted after this many hours.
+CRAWLER_HEARTBEAT_RETENTION_HOURS = envfloat("CRAWLER_HEARTBEAT_RETENTION_HOURS", 24.0, minimum=0.1)
+# The crawl shows as stalled when URLs have been due for this many seconds on hosts free to
+# be fetched and no process has sent a request for as long (keep it above
+# CRAWLER_TOTAL_DEADLINE: one slow response is not a stall).
+CRAWLER_STALLED_SECONDS = envfloat("CRAWLER_STALLED_SECONDS", 60.0, minimum=1.0)
+# Beat saves each periodic task's last_run_at after every task it sends (Celery's default:
+# every 3 minutes), so the dashboard's "last beat run" is current; a few writes a minute.
+CELERY_BEAT_SYNC_EVERY = 1
 # Directory of the WARC archive (fetch.archive). Workers on several machines and the web
 # server (which reads records back for the admin) should share it, e.g. over NFS.
 CRAWLER_WARC_DIR = envstr("CRAWLER_WARC_DIR", str(BASE_DIR / "var" / "warc"))
@@ -420,6 +457,24 @@ CRAWLER_WARC_GZIP_LEVEL = envint("CRAWLER_WARC_GZIP_LEVEL", 1, minimum=1, maximu
 # Bytes after which a WARC file is closed and the next one started (1 GB is the usual size).
 CRAWLER_WARC_MAX_FILE_BYTES = envint("CRAWLER_WARC_MAX_FILE_BYTES", 1_000_000_000, minimum=65536)
 
+
+# --- the crawl log (fetch/crawllog.py, docs: README "The crawl log") ------------------------
+# File every process appends one JSON line per request to (a path relative to the project
+# directory is taken from there); empty: no file.
+CRAWLER_CRAWL_LOG_FILE = envstr("CRAWLER_CRAWL_LOG_FILE", "var/log/crawl.jsonl")
+if CRAWLER_CRAWL_LOG_FILE:
+    CRAWLER_CRAWL_LOG_FILE = str(BASE_DIR / CRAWLER_CRAWL_LOG_FILE)  # an absolute path stays as it is
+# Bytes after which the file is rotated to crawl.jsonl.1 (…, up to CRAWLER_CRAWL_LOG_BACKUPS
+# old files). 0: never rotated here (for logrotate; the file is reopened after a rename).
+CRAWLER_CRAWL_LOG_MAX_BYTES = envint("CRAWLER_CRAWL_LOG_MAX_BYTES", 100_000_000)
+CRAWLER_CRAWL_LOG_BACKUPS = envint("CRAWLER_CRAWL_LOG_BACKUPS", 10)
+# Also keep the entries in the database (the admin's Crawl log, across machines).
+CRAWLER_CRAWL_LOG_DB = envbool("CRAWLER_CRAWL_LOG_DB", True)
+# Hours the database keeps an entry (the file keeps what its rotation keeps).
+CRAWLER_CRAWL_LOG_RETENTION_HOURS = envfloat("CRAWLER_CRAWL_LOG_RETENTION_HOURS", 24.0, minimum=0.01)
+# Entries a process holds for the file and for the database at most; beyond it new ones
+# are dropped (and counted in the log) rather than slowing the fetch threads down.
+CRAWLER_CRAWL_LOG_BUFFER = envint("CRAWLER_CRAWL_LOG_BUFFER", 20_000, minimum=1)
 
 # --- continuous crawling (frontier/recrawl.py, docs: README "Continuous crawling") ---------
 # Recrawl budget: revisits per day the scheduler plans for and beat releases at most

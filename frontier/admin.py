@@ -163,8 +163,9 @@ class PausedFilter(admin.SimpleListFilter):
 
 @admin.register(Host)
 class HostAdmin(DerivedDataAdmin):
-    list_display = ("origin", "address", "urls_link", "paused_at", "next_fetch_at", "wait_reason", "crawl_delay",
-                    "response_time", "failures", "robots_status", "robots_error", "lease_owner", "leased_until")
+    list_display = ("origin", "address", "urls_link", "log_link", "paused_at", "next_fetch_at", "wait_reason",
+                    "crawl_delay", "response_time", "failures", "robots_status", "robots_error", "lease_owner",
+                    "leased_until")
     list_filter = (PausedFilter, LeasedFilter, RobotsFilter, "wait_reason")
     search_fields = ("origin", "=address")
     actions = [_host_action("pause", "Pause selected hosts"), _host_action("resume", "Resume selected hosts"),
@@ -176,6 +177,11 @@ class HostAdmin(DerivedDataAdmin):
     def urls_link(self, host):
         return format_html('<a href="{}?host={}">{}</a>', reverse("admin:frontier_url_changelist"), host.id,
                            host.url_count)
+
+    @admin.display(description="requests")
+    def log_link(self, host):
+        return format_html('<a href="{}?host_id={}">crawl log</a>', reverse("admin:fetch_crawllogentry_changelist"),
+                           host.id)
 
 
 @admin.register(ServerAddress)

@@ -335,6 +335,8 @@ def test_admin_actions_steer_and_are_audited_like_the_api(admin_client):
         ("admin:admin", "pause"), ("admin:admin", "reset_breaker"), ("admin:admin", "refetch_robots"),
         ("admin:admin", "recrawl_now"), ("admin:admin", "pause_crawl")]
     assert b"recrawl_now" in admin_client.get("/admin/frontier/steeringaction/").content
+    # each host links to its requests in the crawl log
+    assert f"/admin/fetch/crawllogentry/?host_id={host.id}" in admin_client.get("/admin/frontier/host/").content.decode()
 
 
 @pytest.mark.django_db

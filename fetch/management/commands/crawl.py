@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from tqdm import tqdm
 
+from console import instruments
 from fetch import archive
 from fetch.runners import run_embedded
 from frontier import service as frontier
@@ -38,6 +39,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print the summary as JSON")
 
     def handle(self, *args, **options):
+        instruments.crawling_process("embedded")  # Prometheus: CRAWLER_METRICS_PORT
         if options["urls"]:
             seeded = frontier.add_seeds(options["urls"], scope_from_options(options))
             if not seeded.admitted and not seeded.known:
@@ -61,7 +63,8 @@ class Command(BaseCommand):
             summary = frontier.crawl_summary()
             bar.total = summary["urls"]
             bar.n = summary["urls"] - summary["by_state"].get("queued", 0)
-            bar.set_postfix(sessions=summary["hosts_leased"], refresh=False)
+            paused = {"crawl": "PAUSED (resume in the admin or POST /crawl/resume)"} if frontier.crawl_paused() else {}
+            bar.set_postfix(sessions=summary["hosts_leased"], **paused, refresh=False)
             bar.refresh()
 
         stats = run_embedded(threads=options["threads"], progress=progress, max_seconds=options["max_seconds"])
@@ -133,6 +136,8 @@ class Command(BaseCommand):
                     f"queued {by_state.get('queued', 0)}, sessions {s['hosts_leased']}, "
                     f"revisits due {due['due']}, scheduled {due['scheduled']}, backing off {due['backoff']}, "
                     f"changes seen {s['recrawl']['changed']}, 304s {s['recrawl']['not_modified']}")
+            if frontier.crawl_paused():
+                line = "PAUSED " + line
             if sys.stderr.isatty():
                 sys.stderr.write("\r" + line[:200].ljust(200))
                 sys.stderr.flush()
