@@ -84,7 +84,7 @@ def measure(size: int, repeat: int) -> dict:
         "metrics_prometheus_cached_ms": timed(lambda: get(client, "/metrics?format=prometheus"), repeat),
         "metrics_prometheus_fresh_ms": timed(scrape_with_a_fresh_sample, repeat),
         "admin_url_list_ms": timed(lambda: get(admin, "/admin/frontier/url/"), repeat),
-        "admin_url_list_queued_ms": timed(lambda: get(admin, "/admin/frontier/url/?state__exact=queued"), repeat),
+        "admin_url_list_queued_ms": timed(lambda: get(admin, "/admin/frontier/url/?state=queued"), repeat),
     }
     print(json.dumps(figures), flush=True)
     return figures

@@ -27,7 +27,9 @@ from .models import (
     Url,
     UrlState,
 )
+from .pacing import WAIT_REASONS
 from .robots_state import VERDICT_FILTERS, RobotsVerdict
+from .vocabulary import Observation
 
 
 class LeasedFilter(admin.SimpleListFilter):
@@ -161,12 +163,26 @@ class PausedFilter(admin.SimpleListFilter):
         return queryset
 
 
+class WaitReasonFilter(admin.SimpleListFilter):
+    """Why the host's next request waits: fixed choices, never a DISTINCT scan."""
+
+    title = "waits for"
+    parameter_name = "wait_reason"
+
+    def lookups(self, request, model_admin):
+        return [(reason, reason.replace("_", " ")) for reason in WAIT_REASONS]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(wait_reason=value) if value in WAIT_REASONS else queryset
+
+
 @admin.register(Host)
 class HostAdmin(DerivedDataAdmin):
     list_display = ("origin", "address", "urls_link", "log_link", "paused_at", "next_fetch_at", "wait_reason",
                     "crawl_delay", "response_time", "failures", "robots_status", "robots_error", "lease_owner",
                     "leased_until")
-    list_filter = (PausedFilter, LeasedFilter, RobotsFilter, "wait_reason")
+    list_filter = (PausedFilter, LeasedFilter, RobotsFilter, WaitReasonFilter)
     search_fields = ("origin", "=address")
     actions = [_host_action("pause", "Pause selected hosts"), _host_action("resume", "Resume selected hosts"),
                _host_action("fetch_now", "Fetch now (cut the wait short)"),
@@ -216,11 +232,25 @@ class UrlStateFilter(admin.SimpleListFilter):
         return queryset
 
 
+class ObservationFilter(admin.SimpleListFilter):
+    """What the last visit saw: fixed choices (the vocabulary), never a DISTINCT scan."""
+
+    title = "last observation"
+    parameter_name = "observation"
+
+    def lookups(self, request, model_admin):
+        return [(o.value, o.value.replace("_", " ")) for o in Observation]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        return queryset.filter(last_observation=value) if value in Observation._value2member_map_ else queryset
+
+
 @admin.register(Url)
 class UrlAdmin(DerivedDataAdmin):
     list_display = ("url", "state", "outcome", "last_status", "depth", "priority_words", "attempts", "backoff_level",
                     "next_fetch_at", "last_fetched_at", "last_observation", "change_rate")
-    list_filter = (UrlStateFilter, "last_observation", StatusFilter, HostFilter)
+    list_filter = (UrlStateFilter, ObservationFilter, StatusFilter, HostFilter)
     search_fields = ("=url_hash", "url")
     raw_id_fields = ("host", "referrer")
     actions = ["recrawl_now"]

@@ -29,6 +29,10 @@ from django.utils import timezone
 # Weight of the newest response in the running response-time average.
 SMOOTHING = 0.3
 
+# Why a host's next request waits (HostClock.wait_reason, kept in Host.wait_reason).
+WAIT_REASONS = ("crawl_delay", "adaptive", "default_delay", "retry_after_429", "retry_after_503", "breaker", "dns",
+                "robots_unavailable")
+
 
 def delay_for(crawl_delay: float | None, response_time: float | None) -> float:
     """Seconds between the end of one response and the next request."""

@@ -106,3 +106,19 @@ def test_the_next_time_becomes_a_date_for_the_host_row():
     wall = datetime(2026, 11, 23, 12, 0, 0, tzinfo=timezone.utc)
     assert (clock.release_at(now=100.5, wall=wall) - wall).total_seconds() == pytest.approx(1.5)
     assert clock.release_at(now=105.0, wall=wall) == wall  # already allowed: now
+
+
+@pytest.mark.parametrize("clock, now, reason", [
+    (HostClock(crawl_delay=2.0, last_end=100.0), 101.0, "crawl_delay"),
+    (HostClock(response_time=5.0, last_end=100.0), 101.0, "adaptive"),
+    (HostClock(last_end=100.0), 100.01, "default_delay"),
+    (HostClock(last_end=100.0, paused_until=150.0, pause_reason="retry_after_429"), 101.0, "retry_after_429"),
+])
+def test_the_wait_reason_names_what_holds_the_next_request(clock, now, reason, settings):
+    settings.CRAWLER_DEFAULT_DELAY = 1.0
+    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 1.0
+    settings.CRAWLER_MAX_ADAPTIVE_DELAY = 60.0
+    assert clock.wait_reason(now) == reason
+    from frontier.pacing import WAIT_REASONS
+
+    assert reason in WAIT_REASONS
