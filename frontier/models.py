@@ -39,7 +39,9 @@ class Host(models.Model):
     failures = models.SmallIntegerField(
         default=0, help_text="network failures in a row; the circuit breaker pauses the host past a threshold"
     )
-    wait_reason = models.CharField(max_length=24, blank=True, default="", help_text="why next_fetch_at is "
+    # db_default as well: during a rolling upgrade, workers of the previous release insert
+    # hosts without this column, and the database must fill it for them.
+    wait_reason = models.CharField(max_length=24, blank=True, default="", db_default="", help_text="why next_fetch_at is "
                                    "where it is: crawl_delay, adaptive, default_delay, retry_after_429/503, "
                                    "breaker, dns, robots_unavailable")
     paused_at = models.DateTimeField(null=True, blank=True, help_text="an operator paused this host: nothing "

@@ -134,3 +134,17 @@ def test_it_never_leases_a_host_twice_to_concurrent_dispatchers(settings):
     [t.start() for t in threads]
     [t.join() for t in threads]
     assert len(got) == len(set(got)) == 200
+
+
+@pytest.mark.django_db
+def test_a_host_inserted_by_the_previous_release_gets_its_wait_reason_from_the_database():
+    """A rolling upgrade: the schema is migrated while workers of the previous release still
+    run and insert hosts without the columns this release added."""
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO frontier_host (origin, next_fetch_at, lease_owner, robots_body, robots_error,"
+            " robots_sitemaps, url_count, failures, created_at) VALUES (%s, %s, '', '', '', '', 0, 0, %s)",
+            ["http://old-release.test", now, now])
+    host = Host.objects.get(origin="http://old-release.test")
+    assert host.wait_reason == "" and host.paused_at is None
