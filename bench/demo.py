@@ -50,6 +50,8 @@ def main(argv=None) -> int:
         "ground_truth_fetched": f"{len(audit['fetched']) - len(audit['unexpected'])}/"
                                 f"{len(web.ground_truth(depth_limit=depth))}",
     }, indent=2))
+    print("\nEvery request the crawler sent, one JSON line each (README \"The crawl log\"): "
+          f"{os.environ.get('CRAWLER_CRAWL_LOG_FILE') or 'var/log/crawl.jsonl'}")
     print("\nBrowse the results: python manage.py runserver, then open http://127.0.0.1:8000/")
     return 1 if audit["violations"] or audit["missing"] or audit["unexpected"] else 0
 
