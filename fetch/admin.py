@@ -1,8 +1,8 @@
 """The crawl log in the Django admin: the recent past of every request from every machine,
 newest first, read-only (entries are facts; fetch/crawllog.py writes and prunes them).
 
-Built for a million rows, like frontier/admin.py: no full COUNT(*) (CappedCountPaginator,
-show_full_result_count=False), fixed filter choices (no DISTINCT scans), and every filter
+Built for a million rows, like frontier/admin.py (crawlerweb/adminkit.py): no full COUNT(*),
+fixed filter choices (no DISTINCT scans), and every filter
 rides on one of the two indexes (time; host + time). One host's requests:
 `/admin/fetch/crawllogentry/?host_id=N` (N is the frontier host's id; the origin column
 links there).
@@ -11,10 +11,11 @@ links there).
 from datetime import UTC, timedelta
 
 from django.contrib import admin
+from django.db.models import Q
 from django.utils import timezone
 from django.utils.html import format_html
 
-from crawlerweb.paging import CappedCountPaginator
+from crawlerweb.adminkit import BigTableAdmin, ChoicesFilter, ReadOnlyAdmin, StatusClassFilter, YesNoFilter
 from frontier.vocabulary import FetchError
 
 from .models import CrawlLogEntry
@@ -24,15 +25,10 @@ OUTCOMES = (("ok", "not_modified", "redirect", "gone", "denied", "throttled", "s
             + tuple(str(error) for error in FetchError if error != FetchError.ROBOTS_UNAVAILABLE))
 
 
-class OutcomeFilter(admin.SimpleListFilter):
+class OutcomeFilter(ChoicesFilter):
     title = "outcome"
-    parameter_name = "outcome"
-
-    def lookups(self, request, model_admin):
-        return [(name, name.replace("_", " ")) for name in OUTCOMES]
-
-    def queryset(self, request, queryset):
-        return queryset.filter(outcome=self.value()) if self.value() else queryset
+    parameter_name = field = "outcome"
+    values = OUTCOMES
 
 
 class KindFilter(admin.SimpleListFilter):
@@ -46,37 +42,13 @@ class KindFilter(admin.SimpleListFilter):
         return queryset.filter(kind=self.value()) if self.value() else queryset
 
 
-class StatusClassFilter(admin.SimpleListFilter):
-    title = "status"
-    parameter_name = "status"
-    CLASSES = {"2xx": (200, 299), "3xx": (300, 399), "4xx": (400, 499), "5xx": (500, 599)}
-
-    def lookups(self, request, model_admin):
-        return [(name, name) for name in self.CLASSES] + [("none", "no response")]
-
-    def queryset(self, request, queryset):
-        value = self.value()
-        if value == "none":
-            return queryset.filter(status__isnull=True)
-        if value in self.CLASSES:
-            low, high = self.CLASSES[value]
-            return queryset.filter(status__gte=low, status__lte=high)
-        return queryset
-
-
-class RetryFilter(admin.SimpleListFilter):
+class RetryFilter(YesNoFilter):
     title = "retries"
     parameter_name = "retry"
+    yes_label, no_label = "retries only", "first tries only"
 
-    def lookups(self, request, model_admin):
-        return [("yes", "retries only"), ("no", "first tries only")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "yes":
-            return queryset.filter(attempt__gt=1)
-        if self.value() == "no":
-            return queryset.filter(attempt__lte=1)
-        return queryset
+    def condition(self):
+        return Q(attempt__gt=1)
 
 
 class NotModifiedFilter(admin.SimpleListFilter):
@@ -126,10 +98,7 @@ class HostFilter(admin.SimpleListFilter):
 
 
 @admin.register(CrawlLogEntry)
-class CrawlLogEntryAdmin(admin.ModelAdmin):
-    paginator = CappedCountPaginator
-    show_full_result_count = False
-    list_per_page = 100
+class CrawlLogEntryAdmin(ReadOnlyAdmin, BigTableAdmin):
     ordering = ("-at",)
     list_display = ("when", "kind", "status", "outcome", "url", "host_link", "bytes", "ms", "attempt", "retry_after",
                     "address", "worker", "lease")
@@ -139,15 +108,6 @@ class CrawlLogEntryAdmin(admin.ModelAdmin):
     search_fields = ("url",)
     search_help_text = "part of the URL"
     sortable_by = ("when",)  # the time index serves it; sorting by another column would sort every row
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="time (UTC)", ordering="at")
     def when(self, entry):

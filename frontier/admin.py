@@ -5,12 +5,12 @@
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from crawlerweb.paging import CappedCountPaginator
+from crawlerweb.adminkit import BigTableAdmin, ChoicesFilter, ReadOnlyAdmin, StatusClassFilter, YesNoFilter
 
 from . import service
 from .models import (
@@ -32,42 +32,21 @@ from .robots_state import VERDICT_FILTERS, RobotsVerdict
 from .vocabulary import Observation
 
 
-class LeasedFilter(admin.SimpleListFilter):
+class LeasedFilter(YesNoFilter):
     title = "lease"
     parameter_name = "leased"
+    yes_label, no_label = "leased now", "not leased"
 
-    def lookups(self, request, model_admin):
-        return [("yes", "leased now"), ("no", "not leased")]
-
-    def queryset(self, request, queryset):
-        now = timezone.now()
-        if self.value() == "yes":
-            return queryset.filter(leased_until__gt=now)
-        if self.value() == "no":
-            return queryset.exclude(leased_until__gt=now)
-        return queryset
+    def condition(self):
+        return Q(leased_until__gt=timezone.now())
 
 
-class StatusFilter(admin.SimpleListFilter):
-    """Status classes, fixed: listing the distinct codes present would scan every URL."""
-
+class StatusFilter(StatusClassFilter):
     title = "last status"
-    parameter_name = "status"
-    CLASSES = {"2xx": (200, 299), "3xx": (300, 399), "404/410": None, "4xx": (400, 499), "5xx": (500, 599)}
-
-    def lookups(self, request, model_admin):
-        return [(name, name) for name in self.CLASSES] + [("none", "no response")]
-
-    def queryset(self, request, queryset):
-        value = self.value()
-        if value == "none":
-            return queryset.filter(last_status__isnull=True)
-        if value == "404/410":
-            return queryset.filter(last_status__in=(404, 410))
-        if value in self.CLASSES:
-            low, high = self.CLASSES[value]
-            return queryset.filter(last_status__gte=low, last_status__lte=high)
-        return queryset
+    field = "last_status"
+    _classes = StatusClassFilter.CLASSES
+    CLASSES = {"2xx": _classes["2xx"], "3xx": _classes["3xx"], "404/410": {"in": (404, 410)},
+               "4xx": _classes["4xx"], "5xx": _classes["5xx"]}
 
 
 class HostFilter(admin.SimpleListFilter):
@@ -103,26 +82,11 @@ class RobotsFilter(admin.SimpleListFilter):
         return queryset.filter(VERDICT_FILTERS[value]) if value in VERDICT_FILTERS else queryset
 
 
-class BigTableAdmin(admin.ModelAdmin):
-    paginator = CappedCountPaginator
-    show_full_result_count = False
-    list_per_page = 100
-
-
-class DerivedDataAdmin(BigTableAdmin):
+class DerivedDataAdmin(ReadOnlyAdmin, BigTableAdmin):
     """Rows the crawl derives (hosts, URLs, leases, robots caches): shown, never edited by
     hand — an edit would bypass what keeps them consistent (an edited state is not a
     requeue, an edited lease is a second fetcher). Operators change them through the
     steering actions (frontier/steering.py), which the API offers too, audited the same."""
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def has_steer_permission(self, request):
         return request.user.has_perm("frontier.change_host")
@@ -148,33 +112,21 @@ def _host_action(action: str, description: str):
     return run
 
 
-class PausedFilter(admin.SimpleListFilter):
+class PausedFilter(YesNoFilter):
     title = "paused"
     parameter_name = "paused"
+    yes_label, no_label = "paused by an operator", "not paused"
 
-    def lookups(self, request, model_admin):
-        return [("yes", "paused by an operator"), ("no", "not paused")]
-
-    def queryset(self, request, queryset):
-        if self.value() == "yes":
-            return queryset.filter(paused_at__isnull=False)
-        if self.value() == "no":
-            return queryset.filter(paused_at__isnull=True)
-        return queryset
+    def condition(self):
+        return Q(paused_at__isnull=False)
 
 
-class WaitReasonFilter(admin.SimpleListFilter):
-    """Why the host's next request waits: fixed choices, never a DISTINCT scan."""
+class WaitReasonFilter(ChoicesFilter):
+    """Why the host's next request waits."""
 
     title = "waits for"
-    parameter_name = "wait_reason"
-
-    def lookups(self, request, model_admin):
-        return [(reason, reason.replace("_", " ")) for reason in WAIT_REASONS]
-
-    def queryset(self, request, queryset):
-        value = self.value()
-        return queryset.filter(wait_reason=value) if value in WAIT_REASONS else queryset
+    parameter_name = field = "wait_reason"
+    values = WAIT_REASONS
 
 
 @admin.register(Host)
@@ -232,18 +184,13 @@ class UrlStateFilter(admin.SimpleListFilter):
         return queryset
 
 
-class ObservationFilter(admin.SimpleListFilter):
-    """What the last visit saw: fixed choices (the vocabulary), never a DISTINCT scan."""
+class ObservationFilter(ChoicesFilter):
+    """What the last visit saw (the vocabulary's observations)."""
 
     title = "last observation"
     parameter_name = "observation"
-
-    def lookups(self, request, model_admin):
-        return [(o.value, o.value.replace("_", " ")) for o in Observation]
-
-    def queryset(self, request, queryset):
-        value = self.value()
-        return queryset.filter(last_observation=value) if value in Observation._value2member_map_ else queryset
+    field = "last_observation"
+    values = tuple(o.value for o in Observation)
 
 
 @admin.register(Url)
@@ -506,16 +453,7 @@ class DeadLetterAdmin(DerivedDataAdmin):
 
 
 @admin.register(RecrawlPlan)
-class RecrawlPlanAdmin(admin.ModelAdmin):
+class RecrawlPlanAdmin(ReadOnlyAdmin):
     """The recrawl plan is derived (beat solves it): shown, never edited."""
 
     list_display = ("__str__", "price", "pages", "solved_at", "released_total", "released_at")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

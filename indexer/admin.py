@@ -8,7 +8,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from crawlerweb.paging import CappedCountPaginator
+from crawlerweb.adminkit import BigTableAdmin, ReadOnlyAdmin
 from fetch import archive, http
 
 from .models import Document
@@ -18,7 +18,11 @@ RAW_PREVIEW_BYTES = 256 * 1024
 
 
 @admin.register(Document)
-class DocumentAdmin(admin.ModelAdmin):
+class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
+    """Documents are what the crawl derived from the archived response, so read-only: an
+    edited title would show in search while its words were never indexed. Recrawl the URL
+    instead."""
+
     list_display = ("address", "raw_link", "title", "status", "size", "indexed", "noindex", "duplicate_of",
                     "fetched_at")
     list_filter = ("indexed", "noindex")  # booleans: fixed choices, no DISTINCT scan
@@ -26,20 +30,6 @@ class DocumentAdmin(admin.ModelAdmin):
     raw_id_fields = ("url", "duplicate_of")
     readonly_fields = ("url_link", "raw_link", "content_hash", "size", "status", "fetched_at",
                        "warc_file", "warc_offset", "warc_length")
-    paginator = CappedCountPaginator
-    show_full_result_count = False
-    list_per_page = 100
-
-    # Documents are what the crawl derived from the archived response: an edited title would
-    # show in search while its words were never indexed. Recrawl the URL instead.
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="frontier URL")
     def url_link(self, document):
