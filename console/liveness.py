@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import connection
 from django.utils import timezone
+
+from crawlerweb.dbconn import reset_connection
 
 from .models import ProcessHeartbeat, ProcessKind
 
@@ -87,7 +88,7 @@ def beat(kind: str, name: str, *, sessions: int = 0, requests: int = 0, leased: 
         row_id = _write(kind, name, state, fields)
     except Exception:  # noqa: BLE001 - liveness must never stop a crawl
         log.warning("could not write the heartbeat of %s %s", kind, name, exc_info=True)
-        _reset_connection()
+        reset_connection()
         return False
     with _lock:
         state.row_id = row_id
@@ -112,16 +113,7 @@ def _delete_old_rows() -> None:
         ProcessHeartbeat.objects.filter(seen_at__lt=cutoff).delete()
     except Exception:  # noqa: BLE001 - housekeeping; the next process tries again
         log.warning("could not delete old heartbeats", exc_info=True)
-        _reset_connection()
-
-
-def _reset_connection() -> None:
-    # A failed statement may have left this thread's connection broken: Django opens a new
-    # one on the next query.
-    try:
-        connection.close()
-    except Exception:  # noqa: BLE001 - a dead connection may fail to close; it is gone either way
-        pass
+        reset_connection()
 
 
 def forget() -> None:

@@ -40,6 +40,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from console import liveness
+from crawlerweb.dbconn import reset_connection
 from frontier import service as frontier
 from frontier.limits import LIMITS_RECHECK_SECONDS
 
@@ -192,7 +193,7 @@ class SessionEngine:
                                       worker=self.worker)
         except Exception:  # the database is away: the lease expires by itself
             log.exception("could not open the session for host %s", lease.host_id)
-            _reset_connection()
+            reset_connection()
         with self._lock:
             self._opening -= 1
             if session is not None:
@@ -318,7 +319,7 @@ class SessionEngine:
             renewed = frontier.renew_leases([(s.host_id, s.lease.token, s.leased_address) for s in sessions])
         except Exception:  # the database is away: sessions stop before their leases run out
             log.exception("could not renew %d leases", len(sessions))
-            _reset_connection()
+            reset_connection()
             return
         for session in sessions:
             if session.host_id in renewed:
@@ -332,14 +333,7 @@ def _guarded(action) -> None:
         action()
     except Exception:
         log.exception("%s failed", action.__name__)
-        _reset_connection()
-
-
-def _reset_connection() -> None:
-    try:
-        connection.close()
-    except Exception:  # noqa: BLE001 - a dead connection may fail to close; it is gone either way
-        pass
+        reset_connection()
 
 
 def _raise_open_files_limit(wanted: int) -> None:

@@ -30,6 +30,7 @@ from collections import defaultdict, deque
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from crawlerweb.dbconn import reset_connection
 from frontier import service as frontier
 
 from . import crawllog, robots
@@ -169,9 +170,9 @@ class Writer:
             if len({item.host_id for item in done}) == 1:
                 log.exception("results of host %s could not be stored; its URLs stay queued", done[0].host_id)
                 self.errors += 1
-                _reset_connection()
+                reset_connection()
                 return
-            _reset_connection()
+            reset_connection()
         by_host = defaultdict(list)  # the group failed: each host's part alone
         for item in done:
             by_host[item.host_id].append(item)
@@ -185,7 +186,7 @@ class Writer:
         except Exception:  # the results are stored already; only these entries are lost
             log.exception("crawl log entries could not be stored in the database")
             self.crawl_log_errors += 1
-            _reset_connection()
+            reset_connection()
 
     def _guarded(self, action, *args, **kwargs) -> None:
         try:
@@ -193,18 +194,8 @@ class Writer:
         except Exception:  # the lease expires by itself; never stop the writer
             log.exception("%s failed", getattr(action, "__name__", action))
             self.errors += 1
-            _reset_connection()
+            reset_connection()
 
 
 def _pages(item) -> int:
     return item.results.weight if isinstance(item, UrlsDone) else 0
-
-
-def _reset_connection() -> None:
-    # A broken connection (the database restarted) must not fail every later write.
-    if connection.in_atomic_block:
-        return
-    try:
-        connection.close()
-    except Exception:  # noqa: BLE001 - closing a dead connection may raise; it is gone either way
-        pass
