@@ -79,39 +79,32 @@ def _empty_body(request) -> JsonResponse | None:
 def host_action(request, action):
     if action not in _HOST_ACTIONS:
         return error(404, f"unknown host action {action!r}; one of {', '.join(_HOST_ACTIONS)}")
-    refused = _may_steer(request)
-    if refused:
-        return refused
-    try:
-        refs = payloads.references(payloads.read_json_object(request), "hosts", frontier.MAX_HOSTS_PER_ACTION,
-                                   "host")
-    except payloads.BadPayload as exc:
-        return error(exc.status, exc.message)
-    try:
-        ids, unknown = frontier.host_ids_for(refs)
-        if not ids:
-            return error(404, "no known host among hosts", unknownHosts=unknown)
-        result = frontier.host_action(_HOST_ACTIONS[action], ids, actor_of(request))
-    except DatabaseError:
-        return error(503, "the database refused the change; nothing was applied, try again")
-    return _answer(result, unknownHosts=unknown)
+    return _act_on(request, "hosts", frontier.MAX_HOSTS_PER_ACTION, "host", frontier.host_ids_for,
+                   lambda ids, actor: frontier.host_action(_HOST_ACTIONS[action], ids, actor), "unknownHosts")
 
 
 @admin_api
 @allow_methods("POST")
 def urls_recrawl(request):
+    return _act_on(request, "urls", frontier.MAX_URLS_PER_ACTION, "URL", frontier.url_ids_for, frontier.recrawl_now,
+                   "unknownUrls")
+
+
+def _act_on(request, field: str, at_most: int, what: str, resolve, act, unknown_key: str) -> JsonResponse:
+    """Validate {field: [id or URL, …]}, resolve the references to ids, act on the ones that
+    exist (404 when none does), and report the others under unknown_key."""
     refused = _may_steer(request)
     if refused:
         return refused
     try:
-        refs = payloads.references(payloads.read_json_object(request), "urls", frontier.MAX_URLS_PER_ACTION, "URL")
+        refs = payloads.references(payloads.read_json_object(request), field, at_most, what)
     except payloads.BadPayload as exc:
         return error(exc.status, exc.message)
     try:
-        ids, unknown = frontier.url_ids_for(refs)
+        ids, unknown = resolve(refs)
         if not ids:
-            return error(404, "no known URL among urls", unknownUrls=unknown)
-        result = frontier.recrawl_now(ids, actor_of(request))
+            return error(404, f"no known {what} among {field}", **{unknown_key: unknown})
+        result = act(ids, actor_of(request))
     except DatabaseError:
         return error(503, "the database refused the change; nothing was applied, try again")
-    return _answer(result, unknownUrls=unknown)
+    return _answer(result, **{unknown_key: unknown})
