@@ -284,11 +284,16 @@ def flush(timeout: float = 5.0) -> bool:
 
 
 def _wait_written(current: _FileLog, timeout: float) -> bool:
+    """Queue.join() with a timeout: wait on the condition join() waits on, which the
+    listener's task_done() notifies when the last queued line is written."""
+    lines = current.queue_handler.queue
     deadline = time.monotonic() + timeout
-    while current.queue_handler.queue.unfinished_tasks:
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.005)
+    with lines.all_tasks_done:
+        while lines.unfinished_tasks:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            lines.all_tasks_done.wait(left)
     return True
 
 

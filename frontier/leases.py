@@ -16,8 +16,7 @@ from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
 from . import pacing, politeness
-from .limits import current_limits
-from .models import Host, ServerAddress, Url, UrlState
+from .models import CrawlLimits, Host, ServerAddress, Url, UrlState
 
 
 @dataclass(frozen=True)
@@ -53,7 +52,10 @@ def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
     The UPDATE is conditional as well, which is what keeps SQLite (no row locks, but one
     writer at a time) correct.
     """
-    if current_limits().paused:  # an operator paused the crawl (frontier/steering.py)
+    # An operator paused the crawl (frontier/steering.py): read the row itself, not the
+    # limits snapshot (up to LIMITS_RECHECK_SECONDS old), so that no dispatcher hands out a
+    # host once the pause is committed. One primary-key lookup per round.
+    if CrawlLimits.objects.filter(pk=1, paused_at__isnull=False).exists():
         return []
     now = timezone.now()
     active = Host.objects.filter(leased_until__gt=now).count()

@@ -7,9 +7,9 @@ itself in the audit log (SteeringAction) with the actor it is given, so both sur
 validated, applied and audited the same way.
 
 How a pause reaches the runners: the pause is a row change that bumps CrawlLimits.version.
-Dispatchers stop leasing (lease_ready_hosts reads the limits, re-checked every
-LIMITS_RECHECK_SECONDS); every session engine's lease keeper refreshes the snapshot as often,
-and a session checks it before each request (fetch/session.py, not_paused), ends, and gives
+Dispatchers stop leasing at their next round (lease_ready_hosts reads the row); every
+session engine's lease keeper refreshes the limits snapshot every LIMITS_RECHECK_SECONDS, and
+a session checks it before each request (fetch/session.py, not_paused), ends, and gives
 its host back with its URLs still queued. Nothing is lost: a paused URL simply waits.
 """
 
