@@ -10,7 +10,7 @@ DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search
+.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -59,12 +59,18 @@ stack: setup services
 # Benchmarks (docs/benchmarks.md), with default settings and Scrapy side by side (installed
 # into var/scrapy-venv on first use). `make bench` takes about 40 minutes; bench-quick about 6.
 BENCH_DB := postgres://postgres@127.0.0.1:5432/crawlerweb_bench
-bench: setup services
-	$(PY) -m bench.run --size standard --modes embedded,distributed:1,scrapy,ceiling
+# The -nodelay modes run with CRAWLER_DEFAULT_DELAY=0 as Scrapy does (work per page, like for
+# like); the others with the defaults. `services --statements` loads pg_stat_statements for
+# the PostgreSQL statement groups (a restart of PostgreSQL, once).
+bench: setup bench-services
+	$(PY) -m bench.run --size standard --modes embedded,embedded-nodelay,distributed:1,distributed:1-nodelay,scrapy,ceiling
 	$(PY) -m bench.run --size polite --modes embedded,distributed:1,scrapy
 
-bench-quick: setup services
-	$(PY) -m bench.run --size quick --modes embedded,distributed:1,scrapy,ceiling
+bench-quick: setup bench-services
+	$(PY) -m bench.run --size quick --modes embedded,embedded-nodelay,distributed:1,distributed:1-nodelay,scrapy,ceiling
+
+bench-services:
+	./scripts/services.sh --statements
 
 # Recrawl policies at one budget on a web whose pages change at known rates (about 10 minutes).
 bench-freshness: setup

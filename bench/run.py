@@ -17,6 +17,14 @@ ceiling (bench/ceiling.py) and, on PostgreSQL, its CPU for full-text indexing al
 Modes: embedded (SQLite, `manage.py crawl`), embedded-postgres (the same process on
 PostgreSQL), distributed:N (PostgreSQL + Redis, one dispatcher, N `celery worker`
 processes with their default pool), scrapy (the peer, bench/scrapy_peer.py), ceiling.
+Any of ours with the suffix -nodelay (`embedded-nodelay`, `distributed:1-nodelay`) runs with
+CRAWLER_DEFAULT_DELAY=0, as Scrapy does, so the ratio compares work per page rather than
+politeness policy (Crawl-delays, Retry-After and the adaptive delay still apply).
+
+Besides the main table it prints our modes beside Scrapy (steady pages/s and CPU per
+page as ratios), CPU ms per page by stage of our processes (crawlerweb/stagetime.py) and,
+when pg_stat_statements is loaded, PostgreSQL's CPU per page by statement group with the
+pages/s one database core serves (bench/pgstatements.py).
 PostgreSQL runs use the database BENCH_DATABASE_URL (emptied first) and the Redis database
 BENCH_BROKER_URL (flushed first). The orchestrator does not set up Django and is not
 metered. Exit status 1 if one of our runs breaks politeness, fetches a page twice or
@@ -37,6 +45,7 @@ from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
 
+from . import pgstatements
 from .cluster import run_cluster, wait_until_done
 from .procstat import ServiceMeter, cpu_seconds, peak_rss_mb, tree_cpu_seconds, tree_rss_mb, wait_metered
 from .sampleweb import WebConfig, audit_log, run_server
@@ -73,6 +82,9 @@ CRAWLER_DEFAULT_DELAY = float(os.environ.get("CRAWLER_DEFAULT_DELAY", "1.0"))
 CRAWL_TABLES = ("frontier_", "indexer_")
 EMBEDDED_MODES = ("embedded", "embedded-postgres")
 PEER_MODE = "scrapy"
+# A mode with this suffix crawls with CRAWLER_DEFAULT_DELAY=0, like Scrapy (Crawl-delays
+# and adaptive delay still apply): the like-for-like comparison of work per page.
+NO_DELAY = "-nodelay"
 
 
 def manage(env: dict, *args: str) -> str:
@@ -101,6 +113,12 @@ def run_embedded(web, env: dict, workdir: Path, timeout: float, postgres: bool =
         empty_size = _sqlite_size(db)
     env = env | _fresh_warc_dir(workdir)
     out = workdir / "embedded-crawl.json"
+    statements = False
+    if postgres:
+        with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
+            statements = pgstatements.available(conn)
+            if statements:
+                pgstatements.reset(conn)
     postgres_meter = ServiceMeter("postgres")
     postgres_meter.begin()
     web_cpu = cpu_seconds(web.server_pid)
@@ -110,9 +128,11 @@ def run_embedded(web, env: dict, workdir: Path, timeout: float, postgres: bool =
         status, usage = wait_metered(proc, timeout)
     if status != 0:
         raise RuntimeError(f"manage.py crawl exited with status {status}")
+    stages = json.loads(out.read_text()).get("stage_cpu_seconds", {})
     figures = {
         "cpu_seconds": {"crawler": usage.ru_utime + usage.ru_stime, "sample_web": cpu_seconds(web.server_pid) - web_cpu},
         "peak_rss_mb": {"crawler": round(usage.ru_maxrss / 1024, 1), "sample_web": peak_rss_mb(web.server_pid)},
+        "stage_cpu_seconds": stages,
     }
     if postgres:
         figures["cpu_seconds"]["postgresql"] = postgres_meter.elapsed_cpu()
@@ -120,6 +140,8 @@ def run_embedded(web, env: dict, workdir: Path, timeout: float, postgres: bool =
         with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
             figures["counts"] = _counts(conn.cursor())
             figures["db_bytes"] = _pg_size(conn)
+            if statements:
+                figures["pg_statements"] = pgstatements.read(conn)
             figures["fts_cpu_per_document"] = _fts_cpu_per_document(conn)
     else:
         with sqlite3.connect(db) as conn:
@@ -172,36 +194,41 @@ def _reset_postgres() -> None:
 def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float) -> dict:
     import psycopg
 
-    env = env | {"DATABASE_URL": BENCH_DATABASE_URL, "CELERY_BROKER_URL": BENCH_BROKER_URL} | _fresh_warc_dir(workdir)
+    prom_dir = workdir / "prometheus"  # the processes' stage counters (console/instruments.py)
+    shutil.rmtree(prom_dir, ignore_errors=True)
+    prom_dir.mkdir()
+    env = env | {"DATABASE_URL": BENCH_DATABASE_URL, "CELERY_BROKER_URL": BENCH_BROKER_URL,
+                 "PROMETHEUS_MULTIPROC_DIR": str(prom_dir)} | _fresh_warc_dir(workdir)
     _reset_postgres()
     sessions_before = _pg_sessions()
     postgres, redis_meter = ServiceMeter("postgres"), ServiceMeter("redis-server")
     with run_cluster(env, workers=workers, dispatchers=1, concurrency=None) as cluster:  # the worker's default
         pids = {name: proc.pid for name, proc in cluster.procs.items()}
         _wait_settled(list(pids.values()))  # imports and connections done: start the meters
-        start_cpu = {name: tree_cpu_seconds(pid) for name, pid in pids.items()}  # workers: with pool children
-        postgres.begin()
-        redis_meter.begin()
-        web_cpu = cpu_seconds(web.server_pid)
-        manage(env, "seed", "--scope", "web", *web.seeds)
-        rss_samples = []
         with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
+            statements = pgstatements.available(conn)
+            poller = _Poller(conn)
+            if statements:
+                pgstatements.reset(conn)
+            start_cpu = {name: tree_cpu_seconds(pid) for name, pid in pids.items()}  # workers: with pool children
+            postgres.begin()
+            redis_meter.begin()
+            web_cpu = cpu_seconds(web.server_pid)
+            manage(env, "seed", "--scope", "web", *web.seeds)
+            rss_samples = []
 
-            def pending() -> bool:
-                return conn.execute(
-                    """SELECT EXISTS (SELECT 1 FROM frontier_url WHERE state = 'queued')
-                              OR EXISTS (SELECT 1 FROM frontier_host WHERE leased_until > now())""").fetchone()[0]
+            def sample_worker_rss() -> None:  # pages so far from the sample web's log: no query
+                rss_samples.append((_log_lines(web.log_path), max(tree_rss_mb(pids[n]) for n in pids
+                                                                  if n.startswith("worker"))))
 
-            def sample_worker_rss() -> None:
-                fetched = conn.execute("SELECT count(*) FROM frontier_url WHERE last_fetched_at IS NOT NULL").fetchone()[0]
-                rss_samples.append((fetched, max(tree_rss_mb(pids[n]) for n in pids if n.startswith("worker"))))
-
-            # every 0.5 s: the polling queries must not weigh on the PostgreSQL figure
-            wait_until_done(pending, cluster, timeout, on_progress=sample_worker_rss, poll=0.5, allow_killed=False)
+            wait_until_done(poller.pending, cluster, timeout, on_progress=sample_worker_rss, poll=0.5,
+                            allow_killed=False)
             end_cpu = {name: tree_cpu_seconds(pid) for name, pid in pids.items()}
-            pg_cpu, redis_cpu = postgres.elapsed_cpu(), redis_meter.elapsed_cpu()
+            pg_cpu, redis_cpu = postgres.elapsed_cpu() - poller.cpu(), redis_meter.elapsed_cpu()
             web_cpu = cpu_seconds(web.server_pid) - web_cpu
             figures = {"counts": _counts(conn.cursor()), "db_bytes": _pg_size(conn)}
+            if statements:
+                figures["pg_statements"] = pgstatements.read(conn)
             pg_rss, redis_rss = postgres.peak_rss_mb(), redis_meter.peak_rss_mb()
             figures["fts_cpu_per_document"] = _fts_cpu_per_document(conn)
     cpu = {name: end_cpu[name] - start_cpu[name] for name in pids}
@@ -218,7 +245,48 @@ def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float)
     figures["worker_rss_mb"] = _rss_trend(rss_samples)
     figures["warc_bytes"] = _warc_size(env)
     figures["db_sessions"] = _pg_sessions() - sessions_before
+    figures["stage_cpu_seconds"] = _stage_totals(prom_dir)
     return figures
+
+
+class _Poller:
+    """The bench's own question to the database while a crawl runs (is anything left?),
+    tagged so the statement groups leave it out, and its backend's CPU kept apart so the
+    PostgreSQL figure is the crawler's alone."""
+
+    def __init__(self, conn):
+        self.conn = conn
+        self.pid = conn.execute(f"{pgstatements.BENCH_TAG} SELECT pg_backend_pid()").fetchone()[0]
+        self.start = cpu_seconds(self.pid)
+
+    def pending(self) -> bool:
+        return self.conn.execute(
+            f"""{pgstatements.BENCH_TAG} SELECT EXISTS (SELECT 1 FROM frontier_url WHERE state = 'queued')
+                   OR EXISTS (SELECT 1 FROM frontier_host WHERE leased_until > now())""").fetchone()[0]
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.pid) - self.start
+
+
+def _log_lines(path) -> int:
+    with open(path, "rb") as f:
+        return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+
+
+def _stage_totals(prom_dir: Path) -> dict:
+    """CPU seconds by stage over every crawling process, from their Prometheus files."""
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.multiprocess import MultiProcessCollector
+
+    registry = CollectorRegistry()
+    MultiProcessCollector(registry, str(prom_dir))
+    totals = {}
+    for family in registry.collect():
+        if family.name == "crawlerweb_stage_cpu_seconds":
+            for sample in family.samples:
+                if sample.name.endswith("_total"):
+                    totals[sample.labels["stage"]] = totals.get(sample.labels["stage"], 0.0) + sample.value
+    return totals
 
 
 FTS_SAMPLE = 1000  # documents re-indexed to price full-text indexing alone
@@ -238,6 +306,7 @@ def _fts_cpu_per_document(conn) -> float | None:
         "SELECT id, address, title, headings, body FROM indexer_document WHERE indexed ORDER BY id LIMIT %s",
         [FTS_SAMPLE]).fetchall()]
     rows = index_rows(documents)  # the worker's part, outside the meter
+    _send_binary_tsvectors(conn)
     pid = conn.execute("SELECT pg_backend_pid()").fetchone()[0]
     conn.execute("""CREATE TEMP TABLE fts_cost (document_id bigint PRIMARY KEY, vector tsvector NOT NULL,
                     key_vector tsvector NOT NULL, title_len int, url_len int, long_len int)""")
@@ -249,6 +318,14 @@ def _fts_cpu_per_document(conn) -> float | None:
     used = cpu_seconds(pid) - before
     conn.execute("DROP TABLE fts_cost")
     return used / done if done else None
+
+
+def _send_binary_tsvectors(conn) -> None:
+    """This (non-Django) connection sends the search backend's binary vectors as such."""
+    from indexer.backends import postgres
+
+    if hasattr(postgres, "TSVector"):  # older releases sent text literals
+        conn.adapters.register_dumper(postgres.TSVector, postgres.TSVectorDumper)
 
 
 def _pg_sessions(limit: float = 10.0) -> int:
@@ -405,7 +482,25 @@ def report(mode: str, web, log_path, figures: dict, default_delay: float = CRAWL
         # connections per host, most open at once to one host, gap ÷ allowed gap
         "pacing": audit["pacing"],
         "politeness_bound": politeness_efficiency(log_path, web, default_delay),
+        "stages_ms_per_page": _stages_per_page(figures, cpu, pages),
+        "postgresql_by_group": (pgstatements.per_page(figures["pg_statements"], cpu.get("postgresql", 0.0), pages)
+                                if figures.get("pg_statements") else None),
+        # the one part that does not scale out: how many pages/s one PostgreSQL core serves
+        "pages_per_second_per_db_core": (round(1000 / (1000 * cpu["postgresql"] / max(pages, 1)), 1)
+                                         if cpu.get("postgresql") else None),
     }
+
+
+def _stages_per_page(figures: dict, cpu: dict, pages: int) -> dict | None:
+    """CPU ms per page by stage of our crawling processes, and what no stage covers
+    ("other": threads' scheduling, Celery, the interpreter) against their metered CPU."""
+    stages = figures.get("stage_cpu_seconds")
+    if not stages:
+        return None
+    ours = sum(v for k, v in cpu.items() if k in ("crawler", "workers"))
+    table = {name: round(1000 * seconds / max(pages, 1), 3) for name, seconds in stages.items()}
+    table["other"] = round(1000 * max(0.0, ours - sum(stages.values())) / max(pages, 1), 3)
+    return table
 
 
 def acceptable(run: dict) -> bool:
@@ -439,6 +534,17 @@ def medians(runs: list[dict]) -> dict:
         rss = [r["worker_rss_mb"].get("growth") for r in runs if r.get("worker_rss_mb")]
         if rss:
             summary["worker_rss_growth_mb"] = max(rss)
+        stages = [r["stages_ms_per_page"] for r in runs if r.get("stages_ms_per_page")]
+        if stages:
+            summary["stages_ms_per_page"] = {k: statistics.median(s.get(k, 0.0) for s in stages) for k in stages[0]}
+        groups = [r["postgresql_by_group"] for r in runs if r.get("postgresql_by_group")]
+        if groups:
+            summary["postgresql_by_group"] = {
+                k: {f: statistics.median(g[k][f] for g in groups) for f in ("cpu_ms_per_page", "calls_per_page")}
+                for k in groups[0]}
+        per_core = [r["pages_per_second_per_db_core"] for r in runs if r.get("pages_per_second_per_db_core")]
+        if per_core:
+            summary["pages_per_second_per_db_core"] = statistics.median(per_core)
     return summary
 
 
@@ -470,7 +576,54 @@ def table(size: str, summary: dict, ceiling: float | None, latency: float) -> st
             f"{pacing['median_gap_ratio']} / {pacing['p90_gap_ratio']} | "
             f"{m['cpu_ms_per_page']['total_without_sample_web']} | {m['cpu_ms_per_page'].get('postgresql', '-')} | "
             f"{m['worst']['completeness_percent']}% | {m['worst']['violations']} | {m['worst']['duplicate_fetches']} |")
+    lines += _ratio_table(summary)
+    lines += _stage_table(summary)
+    lines += _group_table(summary)
     return "\n".join(lines)
+
+
+def _ratio_table(summary: dict) -> list[str]:
+    """Each mode beside the peer: steady pages/s and all our CPU per page, as ratios."""
+    peer = summary.get(PEER_MODE)
+    if not peer:
+        return []
+    peer_cpu = peer["cpu_ms_per_page"]["total_without_sample_web"]
+    lines = ["", "beside Scrapy (same web, same run):", "| mode | steady pages/s | × Scrapy | CPU ms/page | × Scrapy |"
+             " pages/s one PostgreSQL core serves |", "|---|---|---|---|---|---|"]
+    for mode, m in summary.items():
+        if mode == "ceiling":
+            continue
+        cpu = m["cpu_ms_per_page"]["total_without_sample_web"]
+        lines.append(f"| {mode} | {m['steady_pages_per_second']} | "
+                     f"{m['steady_pages_per_second'] / max(peer['steady_pages_per_second'], 1e-9):.2f} | {cpu} | "
+                     f"{cpu / max(peer_cpu, 1e-9):.2f} | {m.get('pages_per_second_per_db_core') or '-'} |")
+    return lines
+
+
+def _by_mode(summary: dict, key: str, title: str, row: str, cell) -> list[str]:
+    """A table with a row per name of summary[mode][key] and a column per mode that has it."""
+    modes = [mode for mode, m in summary.items() if m.get(key)]
+    if not modes:
+        return []
+    lines = ["", title, f"| {row} | " + " | ".join(modes) + " |", "|---" * (len(modes) + 1) + "|"]
+    for name in summary[modes[0]][key]:
+        lines.append(f"| {name} | " + " | ".join(cell(summary[mode][key].get(name)) for mode in modes) + " |")
+    return lines
+
+
+def _stage_table(summary: dict) -> list[str]:
+    lines = _by_mode(summary, "stages_ms_per_page", "CPU ms per page by stage (our crawling processes; "
+                     "PostgreSQL apart):", "stage", lambda ms: f"{ms or 0.0:.3f}")
+    if lines:
+        lines.append("| total | " + " | ".join(f"{sum(m['stages_ms_per_page'].values()):.3f}"
+                                              for m in summary.values() if m.get("stages_ms_per_page")) + " |")
+    return lines
+
+
+def _group_table(summary: dict) -> list[str]:
+    return _by_mode(summary, "postgresql_by_group", "PostgreSQL CPU ms per page by statement group "
+                    "(pg_stat_statements; calls per page in brackets):", "group",
+                    lambda g: f"{g['cpu_ms_per_page']:.3f} ({g['calls_per_page']})" if g else "-")
 
 
 def main(argv=None) -> int:
@@ -487,13 +640,14 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for mode in modes:
-        if mode not in EMBEDDED_MODES + ("ceiling", PEER_MODE) and not (
-                mode.startswith("distributed:") and mode[12:].isdigit()):
+        base = mode.removesuffix(NO_DELAY)
+        if not (mode in ("ceiling", PEER_MODE) or base in EMBEDDED_MODES
+                or (base.startswith("distributed:") and base[12:].isdigit())):
             parser.error(f"unknown mode {mode!r}")
     out = ROOT / args.out
     out.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ) | CRAWL_ENV | {"CRAWLER_WARC_ENABLED": "false" if args.no_warc else "true"}
-    if any(m.startswith("distributed") or m == "embedded-postgres" for m in modes):
+    if any(m.startswith(("distributed", "embedded-postgres")) for m in modes):
         prepare_postgres(env)
     config = SIZES[args.size] if args.latency is None else replace(SIZES[args.size], latency=args.latency)
     if PEER_MODE in modes:
@@ -504,20 +658,22 @@ def main(argv=None) -> int:
         for run_index in range(args.runs):
             for mode in modes:
                 log_path = workdir / "requests.log"
+                base, no_delay = mode.removesuffix(NO_DELAY), mode.endswith(NO_DELAY)
+                mode_env = env | {"CRAWLER_DEFAULT_DELAY": "0"} if no_delay else env
                 with run_server(replace(config), log_path) as web:
-                    if mode in EMBEDDED_MODES:
-                        figures = run_embedded(web, env, workdir, args.timeout, postgres=mode == "embedded-postgres")
+                    if base in EMBEDDED_MODES:
+                        figures = run_embedded(web, mode_env, workdir, args.timeout, postgres=base == "embedded-postgres")
                     elif mode == "ceiling":
                         ceiling = run_ceiling(web, env, workdir)
                     elif mode == PEER_MODE:
                         figures = run_scrapy(web, workdir, args.timeout)
                     else:
-                        figures = run_distributed(web, env, int(mode.split(":")[1]), workdir, args.timeout)
+                        figures = run_distributed(web, mode_env, int(base.split(":")[1]), workdir, args.timeout)
                 if mode == "ceiling":
                     result = {"mode": "ceiling", **ceiling, "steady_pages_per_second": steady_rate(log_path)}
                 else:
                     result = report(mode, web, log_path, figures,
-                                    default_delay=0.0 if mode == PEER_MODE else CRAWLER_DEFAULT_DELAY)
+                                    default_delay=0.0 if mode == PEER_MODE or no_delay else CRAWLER_DEFAULT_DELAY)
                 result |= {"size": args.size, "latency": config.latency, "run": run_index + 1, "machine": _machine()}
                 results.setdefault(mode, []).append(result)
                 name = f"{args.size}-{mode.replace(':', '')}-{run_index + 1}"

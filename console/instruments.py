@@ -35,6 +35,7 @@ from django.conf import settings
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, start_http_server, values
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
+from crawlerweb import stagetime
 from frontier.vocabulary import FetchError
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,8 @@ LEASES_GRANTED = Counter("crawlerweb_dispatch_leases", "host sessions leased by 
 SESSIONS_SENT = Counter("crawlerweb_dispatch_sessions_sent", "host sessions sent to a Celery fetch queue")
 PROCESSES = Gauge("crawlerweb_processes", "crawling processes alive, by role (worker, dispatcher, embedded)",
                   ["role"], multiprocess_mode="livesum")
+STAGE_CPU = Counter("crawlerweb_stage_cpu_seconds", "CPU seconds spent in each stage of the crawl's work "
+                    "(fetch, parse, analysis, warc, links, documents, ...: crawlerweb/stagetime.py)", ["stage"])
 
 
 def status_label(status: int | None) -> str:
@@ -86,6 +89,29 @@ def record_request(record) -> None:
         RETRIES.inc()
     if record.status == 304:
         NOT_MODIFIED.inc()
+
+
+_stage_lock = threading.Lock()
+_stage_exported: dict[str, float] = {}  # what this process has added to STAGE_CPU so far
+
+
+def export_stage_times() -> None:
+    """Add this process's stage CPU since the last call to STAGE_CPU (the engine's lease
+    keeper calls it every few seconds, and once when it stops)."""
+    with _stage_lock:
+        for name, seconds in stagetime.totals().items():
+            delta = seconds - _stage_exported.get(name, 0.0)
+            if delta > 0:
+                STAGE_CPU.labels(name).inc(delta)
+                _stage_exported[name] = seconds
+
+
+def _forget_exported_stages() -> None:
+    global _stage_lock, _stage_exported
+    _stage_lock, _stage_exported = threading.Lock(), {}
+
+
+os.register_at_fork(after_in_child=_forget_exported_stages)  # a forked child counts from zero
 
 
 def count_leases(leases: list) -> list:

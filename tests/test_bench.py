@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import urllib3
 
+from bench import pgstatements
 from bench import run as bench
 from bench.sampleweb import WebConfig, run_server
 
@@ -60,6 +61,7 @@ def test_it_runs_the_quick_embedded_benchmark_and_the_ceiling(tmp_path):
     _assert_clean_crawl(runs["embedded"])
     assert runs["embedded"]["cpu_ms_per_page"]["crawler"] > 0
     assert runs["embedded"]["peak_rss_mb"]["crawler"] > 0
+    _assert_stages(runs["embedded"], "crawler")
     ceiling = runs["ceiling"]
     assert ceiling["pages"] == runs["embedded"]["ground_truth"] and ceiling["pages_per_second"] > 0
 
@@ -84,6 +86,14 @@ def test_it_runs_the_quick_distributed_benchmark_and_the_embedded_crawler_on_pos
     assert 0 < embedded["postgresql_fts_floor_ms_per_page"] < embedded["cpu_ms_per_page"]["postgresql"]
     result = runs["distributed:1"]
     _assert_clean_crawl(result)
+    _assert_stages(result, "workers")
+    groups = result["postgresql_by_group"]
+    if groups is not None:  # pg_stat_statements loaded (scripts/services.sh --statements)
+        assert set(groups) == set(pgstatements.GROUPS) | {"total"}
+        assert groups["links"]["calls_per_page"] > 0 and groups["index"]["cpu_ms_per_page"] > 0
+        assert sum(g["share"] for name, g in groups.items() if name != "total") == pytest.approx(1.0, abs=0.01)
+        assert result["pages_per_second_per_db_core"] == pytest.approx(
+            1000 / result["cpu_ms_per_page"]["postgresql"], rel=0.01)
     for kind in ("dispatcher", "workers", "postgresql"):
         assert result["cpu_seconds"][kind] > 0, kind
     assert set(result["peak_rss_mb"]) == {"dispatcher", "worker", "postgresql_backend", "redis", "sample_web"}
@@ -93,6 +103,41 @@ def test_it_runs_the_quick_distributed_benchmark_and_the_embedded_crawler_on_pos
     # Full-text indexing alone is a part of PostgreSQL's work, never more than all of it.
     floor = result["postgresql_fts_floor_ms_per_page"]
     assert 0 < floor < result["cpu_ms_per_page"]["postgresql"], (floor, result["cpu_ms_per_page"])
+
+
+def _assert_stages(result: dict, ours: str) -> None:
+    """CPU per page by stage: every stage of a page's path, and together (with "other",
+    what no stage covers) the process CPU metered from outside."""
+    from crawlerweb import stagetime
+
+    stages = result["stages_ms_per_page"]
+    assert set(stages) == set(stagetime.STAGES) | {"other"}
+    for stage in ("fetch", "parse", "text", "analysis", "fingerprint", "warc", "links", "documents", "records"):
+        assert stages[stage] > 0, stage
+    measured = result["cpu_ms_per_page"][ours]
+    assert measured * 0.999 <= sum(stages.values()) <= measured * 1.25, (stages, measured)
+
+
+@pytest.mark.parametrize("statement, group", [
+    ('WITH input AS (SELECT * FROM unnest($1::bigint[], ...)) INSERT INTO frontier_url (url_key, url) ...', "links"),
+    ('SELECT $2 FROM ONLY "public"."frontier_host" x WHERE "id" OPERATOR(pg_catalog.=) $1 FOR KEY SHARE OF x',
+     "links"),
+    ('UPDATE frontier_host h SET url_count = h.url_count + v.n FROM unnest($2::bigint[], $3::integer[])', "links"),
+    ('INSERT INTO indexer_document (url_id, address) SELECT * FROM unnest($1::bigint[]) ON CONFLICT', "documents"),
+    ('SELECT $2 FROM ONLY "public"."frontier_url" x WHERE "id" OPERATOR(pg_catalog.=) $1 FOR KEY SHARE OF x',
+     "documents"),
+    ("INSERT INTO indexer_pg_index (document_id, vector) VALUES ($1, $2) ON CONFLICT", "index"),
+    ("UPDATE frontier_url u SET state = v.state FROM unnest($1::varchar(16)[]) AS v(state, id)", "states"),
+    ('SELECT "frontier_url"."id", "frontier_url"."state" FROM "frontier_url" WHERE "frontier_url"."id" IN ($1)',
+     "states"),
+    ("UPDATE frontier_host h SET leased_until = $1 FROM unnest($2::bigint[], $3::varchar(80)[])", "leases"),
+    ("SELECT * FROM (SELECT host_id, id FROM frontier_url WHERE host_id = $1) AS h0 UNION ALL SELECT 1", "leases"),
+    ("INSERT INTO fetch_crawllogentry (at, kind) SELECT * FROM unnest($1::timestamptz[])", "log"),
+    ('INSERT INTO "console_processheartbeat" ("kind") VALUES ($1)', "other"),
+    ("/* bench */ SELECT EXISTS (SELECT 1 FROM frontier_url WHERE state = 'queued')", None),
+])
+def test_it_groups_postgresql_statements_by_what_they_do(statement, group):
+    assert pgstatements.group_of(statement) == group
 
 
 def test_its_audit_catches_a_crawler_that_ignores_politeness(tmp_path):
