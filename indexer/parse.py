@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 import ada_url
 from lxml import etree
 
+from crawlerweb import stagetime
+
+# Characters XML 1.0 does not allow; lxml refuses them in text set from Python.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 MAX_HEADINGS_CHARS = 10_000
@@ -66,47 +70,92 @@ def _text(element) -> str:
 
 
 # Plain lxml elements: lxml.html's element-class lookup costs a Python call per element.
-# A parser is not thread-safe, so each thread gets its own.
+# A parser is not thread-safe, so each thread gets its own (one per input encoding: None
+# for str input). No id table (collect_ids): nothing looks elements up by id.
 _parsers = threading.local()
 
 
-def _parser() -> etree.HTMLParser:
-    parser = getattr(_parsers, "parser", None)
+def _parser(encoding: str | None = None) -> etree.HTMLParser:
+    parsers = getattr(_parsers, "by_encoding", None)
+    if parsers is None:
+        parsers = _parsers.by_encoding = {}
+    parser = parsers.get(encoding)
     if parser is None:
-        parser = _parsers.parser = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True)
+        parser = parsers[encoding] = etree.HTMLParser(remove_comments=True, remove_pis=True, no_network=True,
+                                                      collect_ids=False, encoding=encoding)
     return parser
 
 
+# The body goes to libxml2 as bytes (no str copy; libxml2 decodes it faster than lxml takes a
+# str) when that builds the very tree the str path below builds: a codec libxml2 decodes as
+# Python does, no NUL, a document that starts (after ASCII spaces) with "<" but not with an
+# XML declaration. libxml2 turns each invalid byte into U+FFFD, but not always into as many
+# as Python's errors="replace", so a body with one (ERR_INVALID_ENCODING) takes the str path.
+_BYTES_START = re.compile(rb"[ \t\n\r\x0b\x0c\x1c-\x1f]*<(?!\?xml)")
+_LIBXML_CODECS = {"utf-8": "utf-8", "ascii": "utf-8", "iso8859-1": "iso-8859-1"}  # codecs.lookup() names
+_INVALID_BYTES = (etree.ErrorTypes.ERR_INVALID_ENCODING,)
+
+
+def _parse_bytes(body: bytes, encoding: str):
+    """The tree of `body` parsed as bytes, or False when the str path must parse it."""
+    codec = _LIBXML_CODECS.get(encoding)
+    if codec is None or (encoding == "ascii" and not body.isascii()) or b"\x00" in body \
+            or not _BYTES_START.match(body):
+        return False
+    parser = _parser(codec)
+    try:
+        doc = etree.fromstring(body, parser)
+    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+        doc = None
+    if codec == "utf-8" and parser.error_log.filter_types(_INVALID_BYTES):
+        return False
+    return doc
+
+
+@stagetime.timed("parse")
 def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
                max_links: int = 1000, max_chars: int = 200_000) -> ParsedPage:
     page = ParsedPage()
-    text = body.decode(choose_encoding(body, http_charset), errors="replace")
-    # lxml rejects str input with an XML declaration naming an encoding; it carries no
-    # information once decoded.
-    text = _XML_DECLARATION.sub("", text, count=1).replace("\x00", "")  # lxml and PostgreSQL refuse NUL
-    if not text.strip():
-        return page
-    try:
-        doc = etree.fromstring(text, _parser())
-    except (etree.ParserError, etree.XMLSyntaxError, ValueError):
-        return page
+    encoding = choose_encoding(body, http_charset)
+    doc = _parse_bytes(body, encoding)
+    if doc is False:
+        text = body.decode(encoding, errors="replace")
+        # lxml rejects str input with an XML declaration naming an encoding; it carries no
+        # information once decoded.
+        text = _XML_DECLARATION.sub("", text, count=1).replace("\x00", "")  # lxml and PostgreSQL refuse NUL
+        if not text.strip():
+            return page
+        try:
+            doc = etree.fromstring(text, _parser())
+        except (etree.ParserError, etree.XMLSyntaxError, ValueError):
+            return page
     if doc is None:
         return page
 
-    for meta in doc.iter("meta"):
-        if (meta.get("name") or "").lower() in ("robots", "crawlerweb"):
-            directives = {d.strip().lower() for d in (meta.get("content") or "").split(",")}
-            page.noindex |= bool(directives & {"noindex", "none"})
-            page.nofollow |= bool(directives & {"nofollow", "none"})
-    title = doc.find(".//title")
+    # One walk for the robots metas, the first <title>, the first canonical <link> and the
+    # first <base href> (each as the separate searches found it: the root element excluded
+    # from title and base, as .find(".//…") excludes it).
+    title = canonical = base_el = None
+    for el in doc.iter("meta", "title", "link", "base"):
+        tag = el.tag
+        if tag == "meta":
+            if (el.get("name") or "").lower() in ("robots", "crawlerweb"):
+                directives = {d.strip().lower() for d in (el.get("content") or "").split(",")}
+                page.noindex |= bool(directives & {"noindex", "none"})
+                page.nofollow |= bool(directives & {"nofollow", "none"})
+        elif tag == "link":
+            if canonical is None and "canonical" in (el.get("rel") or "").lower().split() and el.get("href"):
+                canonical = el.get("href")
+        elif tag == "title":
+            if title is None and el is not doc:
+                title = el
+        elif base_el is None and el.get("href") is not None and el is not doc:
+            base_el = el
     page.title = _text(title)[:500] if title is not None else ""
-    for link in doc.iter("link"):
-        if "canonical" in (link.get("rel") or "").lower().split() and link.get("href"):
-            page.canonical = _safe_join(url, link.get("href"))
-            break
+    if canonical is not None:
+        page.canonical = _safe_join(url, canonical)
 
     page.base = url
-    base_el = doc.find(".//base[@href]")
     if base_el is not None:
         page.base = _safe_join(url, base_el.get("href")) or url
     if not page.nofollow:
@@ -123,12 +172,20 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
 
     # Headings, and the terms a page defines (<dt>: glossaries, API references, option
     # lists): the words a page is about, weighted above its prose by the ranking.
-    page.headings = " · ".join(_text(h) for h in doc.iter("h1", "h2", "h3", "dt"))[:MAX_HEADINGS_CHARS]
-    etree.strip_elements(doc, *_INVISIBLE, with_tail=False)
-    for el in doc.iter(*_BLOCKS):
-        el.tail = " " + el.tail if el.tail else " "
-    body_el = doc.find("body")
-    page.text = _text(body_el if body_el is not None else doc)[:max_chars]
+    with stagetime.stage("text"):
+        page.headings = " · ".join(_text(h) for h in doc.iter("h1", "h2", "h3", "dt"))[:MAX_HEADINGS_CHARS]
+        etree.strip_elements(doc, *_INVISIBLE, with_tail=False)
+        for el in doc.iter(*_BLOCKS):
+            tail = el.tail
+            if not tail:
+                el.tail = " "
+            elif tail[0] not in " \t\n\r":  # a space before XML whitespace changes no normalize-space()
+                try:
+                    el.tail = " " + tail
+                except ValueError:  # a control character (&#1;) the parser let in, which lxml refuses back
+                    el.tail = " " + _NOT_XML.sub(" ", tail)
+        body_el = doc.find("body")
+        page.text = _text(body_el if body_el is not None else doc)[:max_chars]
     return page
 
 

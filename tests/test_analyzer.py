@@ -2,7 +2,11 @@
 
 import pytest
 from django.db import connection
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
+from indexer import analyzer
 from indexer.analyzer import tokens
 from indexer.backends.postgres import tf_from_rank
 from indexer.query import Term, parse, site_tokens
@@ -40,6 +44,29 @@ from indexer.ranking import url_words
 ])
 def test_tokens(text, expected):
     assert tokens(text) == expected
+    assert analyzer.tokens_by_regex(text) == expected
+
+
+# Text made of the characters the analyzer treats specially: word characters of several
+# scripts, every connector, dashes, underscores, digits and every kind of whitespace
+# str.split() splits on (NBSP, U+2028, the ASCII separators \x1c-\x1f...).
+_TRICKY = st.lists(st.sampled_from(list("aZé東9_-./:() ,'\"") + [" ", "\t", "\n", "\xa0", "\u2028", "\x1c", "\x1f",
+                                                                "\u3000", "\x85", "--", "::", "Ab", "xY"]),
+                   max_size=60).map("".join)
+
+
+@hypothesis_settings(max_examples=400, deadline=None)
+@given(_TRICKY)
+def test_it_tokenizes_by_chunks_exactly_as_the_regex_does(text):
+    assert tokens(text) == analyzer.tokens_by_regex(text)
+
+
+def test_it_keeps_tokenizing_when_the_chunk_cache_is_full(monkeypatch):
+    monkeypatch.setattr(analyzer, "CHUNK_CACHE_SIZE", 3)
+    monkeypatch.setattr(analyzer, "_chunk_tokens", analyzer._ChunkTokens())
+    text = "one two three four five os.path.join six"
+    assert [tokens(text) for _ in range(3)] == [analyzer.tokens_by_regex(text)] * 3
+    assert len(analyzer._chunk_tokens) <= 3
 
 
 @pytest.mark.parametrize("raw, terms, phrases, sites", [
@@ -93,3 +120,28 @@ def test_tf_from_rank_inverts_postgres_ts_rank(before):
             cur.execute("SELECT ts_rank('{0,1,0,0}', %s::tsvector, 'w'::tsquery, 0)",
                         [f"'w':{','.join(positions[:256])}"])
             assert tf_from_rank(cur.fetchone()[0], before) == min(tf, 256 - before)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db
+def test_it_sends_postgres_the_same_tsvector_in_binary_as_in_text():
+    """The binary tsvector the worker sends equals the text syntax's, lexeme for lexeme and
+    position for position: quotes and backslashes in tokens, the 256-position cap per
+    lexeme, the last position (16,383) shared past PostgreSQL's limit, lexemes without
+    positions (sites), a field left empty."""
+    from indexer.backends.postgres import tsvector_binary, tsvector_literal
+    from indexer.fields import IndexedFields
+
+    long_body = [f"w{i % 700}" for i in range(20_000)] + ["late"]  # past position 16,383
+    cases = [
+        IndexedFields(["it's", "a\\b"], ["ref"], ["o'neil"], ["x"] * 300 + ["y"], ["site=a.test", "site=test"]),
+        IndexedFields([], [], [], long_body, ["site=b.test"]),
+        IndexedFields(["only", "title"], [], [], [], []),
+    ]
+    with connection.cursor() as cur:
+        for fields in cases:
+            cur.execute("SELECT (%s::tsvector)::text, %s::tsvector::text",
+                        [tsvector_binary(fields), tsvector_literal(fields)])
+            binary, text = cur.fetchone()
+            assert binary == text
+            assert len(binary) > 10

@@ -1,3 +1,5 @@
+import pytest
+
 from frontier.normalize import normalize
 from indexer.parse import choose_encoding, parse_html
 
@@ -78,3 +80,11 @@ def test_it_survives_empty_and_garbage_input():
     assert parse_html(b"\x00\xff\xfe garbage <<<>>>", "http://h.test/").title == ""
     assert parse_html(b'<?xml version="1.0" encoding="utf-8"?><html><title>x</title></html>',
                       "http://h.test/").title == "x"
+
+
+@pytest.mark.parametrize("body", [b"<p>x</p>&#1;y", b"<p>x</p>\x0by", b"<body>" + b"a" * 2000 + b"<p>x</p>\x01y</body>"])
+def test_it_survives_control_characters_after_a_block(body):
+    """A C0 control character right after a block element (an entity, or a raw byte past
+    the binary sniff's first KB) is text the parser keeps but lxml refuses to be given back:
+    it becomes a space instead of failing the page."""
+    assert parse_html(body, "http://h.test/").text.endswith("x y")
