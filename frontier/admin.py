@@ -27,6 +27,7 @@ from .models import (
     Url,
     UrlState,
 )
+from .normalize import InvalidUrl, normalize
 from .pacing import WAIT_REASONS
 from .robots_state import VERDICT_FILTERS, RobotsVerdict
 from .vocabulary import Observation
@@ -198,11 +199,11 @@ class UrlAdmin(DerivedDataAdmin):
     list_display = ("url", "state", "outcome", "last_status", "depth", "priority_words", "attempts", "backoff_level",
                     "next_fetch_at", "last_fetched_at", "last_observation", "change_rate")
     list_filter = (UrlStateFilter, ObservationFilter, StatusFilter, HostFilter)
-    search_fields = ("=url_hash", "url")
+    search_fields = ("url",)
     raw_id_fields = ("host", "referrer")
     actions = ["recrawl_now"]
     fieldsets = (
-        (None, {"fields": ("url", "url_hash", "host", "depth", "redirect_hops", "priority", "scopes", "referrer",
+        (None, {"fields": ("url", "url_key", "host", "depth", "redirect_hops", "priority", "scopes", "referrer",
                            "created_at")}),
         ("Fetching", {"fields": ("state", "outcome", "attempts", "backoff_level", "next_fetch_at", "last_status",
                                  "last_fetched_at")}),
@@ -211,6 +212,17 @@ class UrlAdmin(DerivedDataAdmin):
                                  "recrawl_interval", "change_stats", "etag", "last_modified", "content_hash",
                                  "payload_at", "text_hash", "simhash")}),
     )
+
+    def get_search_results(self, request, queryset, search_term):
+        """A whole URL is found by its key (an index lookup, however big the table);
+        anything else, or a URL not in the frontier, by part of the URL."""
+        try:
+            found = queryset.filter(url_key=normalize(search_term.strip()).url_key)
+        except InvalidUrl:
+            found = None
+        if found is not None and found.exists():
+            return found, False
+        return super().get_search_results(request, queryset, search_term)
 
     @admin.display(description="priority", ordering="priority")
     def priority_words(self, url):

@@ -11,11 +11,13 @@ from dataclasses import dataclass, field
 from typing import Iterable
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Sum
 from django.db.models.functions import Least
 
-from . import scope
+from crawlerweb import stagetime
+
+from . import bulk, scope, seen
 from .filters import rejection_reason
 from .limits import current_limits
 from .models import CrawlScope, Host, Seed, Url, UrlState
@@ -51,26 +53,45 @@ class AdmitResult:
         self.verdicts.append(f"rejected:{reason}")
 
 
+@stagetime.timed("links")
 def add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
-    """Normalize, filter, seen-test and store candidates in as few queries as possible.
+    """Normalize, filter, seen-test and store candidates in as few statements as possible.
+
+    The seen test starts in this process (frontier/seen.py): a link whose URL it knows is
+    dropped without a query. The rest go in one INSERT per batch (frontier/bulk.py), which
+    also reports the rows that were there already and need a change (found again by a
+    shorter path, or under other scopes).
 
     Called outside a transaction, on PostgreSQL each statement commits by itself and rows
-    are taken in one global order (url_hash, then host id): concurrent workers admitting
+    are taken in one global order (url_key, then host id): concurrent workers admitting
     overlapping links wait briefly for each other but never deadlock, and no host row
     stays locked while other statements run (the dispatcher leases those rows). The
     per-host URL count is therefore a quota counter, not an exact figure: a crash between
     the insert and the count update leaves it a batch short. On SQLite (one writer) it is
     all one transaction, which is simply cheaper.
     """
-    with transaction.atomic() if connection.vendor == "sqlite" else nullcontext():
-        return _add_urls(candidates)
+    candidates = list(candidates)
+    for attempt in (1, 2):
+        # Inside a caller's transaction, a savepoint: a failed try leaves that one usable.
+        atomic = connection.vendor == "sqlite" or connection.in_atomic_block
+        try:
+            with transaction.atomic() if atomic else nullcontext():
+                return _add_urls(candidates)
+        except IntegrityError:
+            # A host this process remembered was deleted (an admin deleted it, and its URLs
+            # with it): forget what the caches say and look again, once.
+            _hosts_known.clear()
+            seen.forget()
+            if attempt == 2:
+                raise
+    raise AssertionError("unreachable")
 
 
-def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
+def _add_urls(candidates: list[Candidate]) -> AdmitResult:
     result = AdmitResult()
     limits = current_limits()
-    best: dict[str, tuple] = {}  # url_hash -> (NormalUrl, Candidate): shallowest wins
-    positions = defaultdict(list)  # url_hash -> its places in result.verdicts
+    best: dict[int, tuple] = {}  # url_key -> (NormalUrl, Candidate): shallowest wins
+    positions = defaultdict(list)  # url_key -> its places in result.verdicts
     scopes_of = {}  # scope key -> its scopes, once per batch
     out_of_scope = defaultdict(int)  # scope id -> links it left out
     for cand in candidates:
@@ -92,7 +113,7 @@ def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
                 out_of_scope[int(cand.scopes.split(",", 1)[0])] += 1
                 result.reject(Rejection.OUT_OF_SCOPE)
                 continue
-        key = norm.url_hash
+        key = norm.key
         positions[key].append(len(result.verdicts))
         result.verdicts.append(norm.url)
         if key in best:
@@ -104,74 +125,142 @@ def _add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
     if not best:
         return result
 
-    existing = {h: (depth, keys) for h, depth, keys in
-                Url.objects.filter(url_hash__in=list(best)).values_list("url_hash", "depth", "scopes")}
-    shallower = sorted((h, best[h][1].depth) for h, (depth, _) in existing.items() if best[h][1].depth < depth)
-    for url_hash, depth in shallower:
-        # Found again by a shorter path while still waiting: its links deserve that depth.
-        Url.objects.filter(url_hash=url_hash, state=UrlState.QUEUED).update(
-            depth=Least(F("depth"), depth), priority=-depth
-        )
-    _widen_known_scopes({h: (keys, best[h][1].scopes) for h, (_, keys) in existing.items()})
-    result.known = len(existing)
-    fresh = {h: v for h, v in best.items() if h not in existing}
-    if not fresh:
+    _forget_caches_if_reconnected()
+    items = list(best.items())
+    todo = [(key, norm, cand) for (key, (norm, cand)), unknown in
+            zip(items, seen.unknown([(key, cand.scopes, cand.depth) for key, (_, cand) in items])) if unknown]
+    result.known = len(best) - len(todo)
+    if not todo:
         return result
 
-    hosts = _hosts({norm.origin for norm, _ in fresh.values()})
-    per_host = defaultdict(list)
-    for url_hash, (norm, cand) in fresh.items():
-        per_host[hosts[norm.origin]].append((url_hash, norm, cand))
-    rows = []
-    for (host_id, url_count), items in sorted(per_host.items()):
+    hosts, url_counts = _hosts({norm.origin for _, norm, _ in todo})
+    rows, quota_rejected = [], set()
+    for (host_id, url_count), host_items in _by_host(todo, hosts, url_counts).items():
         allowed = max(0, limits.max_urls_per_host - url_count)
-        for url_hash, norm, cand in items[allowed:]:
-            for position in positions[url_hash]:
-                result.rejected[Rejection.HOST_QUOTA] = result.rejected.get(Rejection.HOST_QUOTA, 0) + 1
-                result.verdicts[position] = f"rejected:{Rejection.HOST_QUOTA}"
-        for url_hash, norm, cand in items[:allowed]:
-            rows.append(
-                Url(
-                    url_hash=url_hash, url=norm.url, host_id=host_id, depth=cand.depth,
-                    redirect_hops=cand.hops, priority=-cand.depth, referrer_id=cand.referrer_id,
-                    scopes=cand.scopes,
-                )
-            )
-    rows.sort(key=lambda row: row.url_hash)
-    Url.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        if len(host_items) > allowed:  # near the quota: count only the URLs it does not have
+            known_keys = bulk.existing_keys([key for key, _, _ in host_items])
+            fresh = [item for item in host_items if item[0] not in known_keys]
+            quota_rejected.update(key for key, _, _ in fresh[allowed:])
+            host_items = [item for item in host_items if item[0] in known_keys] + fresh[:allowed]
+        for key, norm, cand in host_items:
+            rows.append((key, norm.url, host_id, cand.depth, cand.hops, -cand.depth, cand.referrer_id, cand.scopes))
+    for key in quota_rejected:
+        for position in positions[key]:
+            result.rejected[Rejection.HOST_QUOTA] = result.rejected.get(Rejection.HOST_QUOTA, 0) + 1
+            result.verdicts[position] = f"rejected:{Rejection.HOST_QUOTA}"
+
+    inserted, existing = bulk.insert_urls(rows)
+    _update_known(existing, best)
     counts = defaultdict(int)
     for row in rows:
-        counts[row.host_id] += 1
-    for host_id, n in sorted(counts.items()):
-        Host.objects.filter(id=host_id).update(url_count=F("url_count") + n)
-    result.admitted = len(rows)
+        if row[0] in inserted:
+            counts[row[2]] += 1
+    url_counts.update(bulk.add_host_counts(counts))
+    # What the caches learnt holds once it is committed (a rolled-back seed list must not
+    # leave its URLs "known"); outside a transaction that is now.
+    remembered = [(row[0], row[7], row[3]) for row in rows]
+    transaction.on_commit(lambda: (seen.remember(remembered), _hosts_known.learn(hosts, url_counts)))
+    result.admitted = len(inserted)
+    result.known += len(rows) - len(inserted)
     return result
 
 
-def _widen_known_scopes(known: dict[str, tuple[str, str]]) -> None:
-    """URLs still waiting that were found again under other scopes gain them (url hash ->
-    (scopes they have, scopes they were found under)): their links are judged by all."""
-    changes = defaultdict(list)  # (old key, new key) -> url hashes
-    for url_hash, (keys, found) in sorted(known.items()):
-        merged = scope.merge_keys(keys, found)
+def _by_host(todo: list[tuple], hosts: dict[str, int], url_counts: dict[int, int]) -> dict[tuple[int, int], list]:
+    """(host id, its URL count) -> its items, hosts in id order."""
+    grouped = defaultdict(list)
+    for item in todo:
+        grouped[hosts[item[1].origin]].append(item)
+    return {(host_id, url_counts.get(host_id, 0)): grouped[host_id] for host_id in sorted(grouped)}
+
+
+def _update_known(existing: dict[int, tuple[int, str, str]], best: dict[int, tuple]) -> None:
+    """Rows that were there before: a URL still waiting that was found again by a shorter
+    path gets that depth (its links deserve it), and one found under other scopes gains
+    them (its links are judged by all)."""
+    shallower, widened = defaultdict(list), defaultdict(list)
+    for key, (depth, keys, state) in sorted(existing.items()):
+        if state != UrlState.QUEUED:
+            continue
+        cand = best[key][1]
+        if cand.depth < depth:
+            shallower[cand.depth].append(key)
+        merged = scope.merge_keys(keys, cand.scopes)
         if merged != keys:
-            changes[(keys, merged)].append(url_hash)
-    for (keys, merged), hashes in sorted(changes.items()):
-        Url.objects.filter(url_hash__in=hashes, state=UrlState.QUEUED, scopes=keys).update(scopes=merged)
+            widened[(keys, merged)].append(key)
+    for depth, keys in sorted(shallower.items()):
+        Url.objects.filter(url_key__in=keys, state=UrlState.QUEUED).update(depth=Least(F("depth"), depth),
+                                                                           priority=-depth)
+    for (keys, merged), url_keys in sorted(widened.items()):
+        Url.objects.filter(url_key__in=url_keys, state=UrlState.QUEUED, scopes=keys).update(scopes=merged)
 
 
-def _hosts(origins: set[str]) -> dict[str, tuple[int, int]]:
-    """origin -> (host id, URLs admitted so far), creating the hosts not seen before."""
+class _HostCache:
+    """origin -> host id, and host id -> URLs admitted (as last seen) in this process: host
+    ids never change, so a batch of links needs no host query once its hosts are known.
+    The counts only grow; one seen a little late lets a host pass its quota by a batch at
+    most, which is what a quota counter is here anyway (see add_urls). Bounded."""
+
+    LIMIT = 100_000
+
+    def __init__(self):
+        self.ids: dict[str, int] = {}
+        self.counts: dict[int, int] = {}
+
+    def clear(self) -> None:
+        self.ids, self.counts = {}, {}
+
+    def learn(self, ids: dict[str, int], counts: dict[int, int]) -> None:
+        if len(self.ids) + len(ids) > self.LIMIT:
+            self.clear()
+        self.ids.update(ids)
+        self.counts.update(counts)
+
+
+_hosts_known = _HostCache()
+
+
+def _hosts(origins: set[str]) -> tuple[dict[str, int], dict[int, int]]:
+    """origin -> host id, and host id -> URLs admitted so far (as last seen), creating the
+    hosts not seen before."""
+    known = _hosts_known
+    ids = {o: known.ids[o] for o in origins if o in known.ids}
+    counts = {i: known.counts.get(i, 0) for i in ids.values()}
+    missing = origins - ids.keys()
 
     def load(subset):
-        return {o: (i, n) for o, i, n in Host.objects.filter(origin__in=subset).values_list("origin", "id", "url_count")}
+        for origin, host_id, url_count in Host.objects.filter(origin__in=subset).values_list("origin", "id",
+                                                                                           "url_count"):
+            ids[origin], counts[host_id] = host_id, url_count
 
-    found = load(origins)
-    missing = origins - found.keys()
     if missing:
-        Host.objects.bulk_create([Host(origin=o) for o in sorted(missing)], ignore_conflicts=True)
-        found.update(load(missing))
-    return found
+        load(missing)
+        new = missing - ids.keys()
+        if new:
+            Host.objects.bulk_create([Host(origin=o) for o in sorted(new)], ignore_conflicts=True)
+            load(new)
+    return ids, counts
+
+
+_connection_seen = [None]
+
+
+def _forget_caches_if_reconnected() -> None:
+    """The seen-cache and the host cache hold what this process's database connection
+    committed. A new connection (the old one was lost, perhaps with the database's last
+    asynchronous commits) starts them again from empty (frontier/seen.py)."""
+    connection.ensure_connection()
+    current = connection.connection
+    if _connection_seen[0] is not current:
+        if _connection_seen[0] is not None:
+            seen.forget()
+            _hosts_known.clear()
+        _connection_seen[0] = current
+
+
+def forget_caches() -> None:
+    """Tests, and whoever changed hosts or URLs behind this process's back."""
+    seen.forget()
+    _hosts_known.clear()
 
 
 def default_scope() -> ScopeSpec:

@@ -15,8 +15,11 @@ from django.db import connection, transaction
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from . import pacing, politeness
+from crawlerweb import stagetime
+
+from . import bulk, pacing, politeness
 from .models import CrawlLimits, Host, ServerAddress, Url, UrlState
+from .records import QUEUED_FIELDS, QueuedUrl
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class HostView:
     failures: int = 0
 
 
+@stagetime.timed("leases")
 def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
     """Lease up to max_hosts hosts whose politeness time has passed and that have due URLs,
     each with the URLs of one host session (fetch/session.py).
@@ -141,6 +145,7 @@ def _best_urls_into(found: dict, items: list[tuple[int, int]], now: datetime) ->
             found[host_id].append(url_id)
 
 
+@stagetime.timed("leases")
 def renew_leases(leases: list[tuple[int, str, str]]) -> set[int]:
     """Extend the leases still held, given as (host id, token, address leased with it or
     ""), by CRAWLER_LEASE_SECONDS from now. Returns the ids of the hosts renewed; a lease
@@ -169,6 +174,7 @@ def renew_leases(leases: list[tuple[int, str, str]]) -> set[int]:
     return renewed
 
 
+@stagetime.timed("leases")
 def claim_address(address: str, token: str) -> bool:
     """Lease a server address for a session that learned it mid-way (a new host's first
     contact): True when it was free and ready, and is now held with the session's token."""
@@ -179,17 +185,25 @@ def claim_address(address: str, token: str) -> bool:
 
 def begin_lease(host_id: int, token: str) -> HostView | None:
     """Confirm a lease is still ours and extend it; None means drop the work."""
+    return begin_leases([(host_id, token)]).get(host_id)
+
+
+_HOST_VIEW_FIELDS = ("id", "origin", "crawl_delay", "robots_status", "robots_body", "robots_error", "robots_fetched_at",
+                     "robots_expires_at", "address", "response_time", "failures")
+
+
+@stagetime.timed("leases")
+def begin_leases(leases: list[tuple[int, str]]) -> dict[int, HostView]:
+    """Confirm leases (host id, token) are still ours and extend them, all in one
+    statement; host id -> its view for those confirmed (the others: drop the work)."""
+    if not leases:
+        return {}
     now = timezone.now()
-    claimed = Host.objects.filter(id=host_id, lease_owner=token, leased_until__gt=now).update(
-        leased_until=now + timedelta(seconds=settings.CRAWLER_LEASE_SECONDS)
-    )
+    claimed = bulk.extend_leases(sorted(leases), now, now + timedelta(seconds=settings.CRAWLER_LEASE_SECONDS))
     if not claimed:
-        return None
-    row = Host.objects.get(id=host_id)
-    return HostView(
-        row.id, row.origin, row.crawl_delay, row.robots_status, row.robots_body, row.robots_error,
-        row.robots_fetched_at, row.robots_expires_at, row.address or "", row.response_time, row.failures,
-    )
+        return {}
+    return {row[0]: HostView(*row[:8], row[8] or "", *row[9:])
+            for row in Host.objects.filter(id__in=claimed).values_list(*_HOST_VIEW_FIELDS)}
 
 
 @dataclass(frozen=True)
@@ -204,6 +218,7 @@ class HostUpdate:
     wait_reason: str = ""  # why next_fetch_at is where it is (pacing.HostClock.wait_reason)
 
 
+@stagetime.timed("leases")
 def release_host(host_id: int, token: str, next_fetch_at: datetime | None, *, leased_address: str = "",
                  update: HostUpdate | None = None) -> bool:
     """Give a leased host (and the address leased with it) back.
@@ -226,3 +241,38 @@ def release_host(host_id: int, token: str, next_fetch_at: datetime | None, *, le
     if update is not None and update.address and update.address != leased_address and address_next_at:
         politeness.push_address(update.address, address_next_at)  # first contact, or the host moved
     return released
+
+
+@stagetime.timed("leases")
+def release_hosts(ended: list[tuple[int, str, str, HostUpdate]]) -> set[int]:
+    """Give back the hosts of ended sessions, (host id, token, address leased with it or
+    "", what the session learned), with what each learned: the set-based release_host of
+    a writer's group (one statement for the hosts, one for their addresses). Returns the
+    ids of the hosts released (a lease that expired and was taken over is not)."""
+    if not ended:
+        return set()
+    ended = sorted(ended, key=lambda item: item[0])  # host id order: concurrent releases never cross locks
+    adapt = connection.ops.adapt_datetimefield_value
+    host_rows = [(host_id, token, adapt(u.next_fetch_at), u.response_time, u.failures, u.wait_reason[:24],
+                  u.address or None) for host_id, token, _, u in ended]
+    released = bulk.release_hosts(host_rows)
+    addresses = [(address, token, adapt(u.address_next_at) if u.address_next_at else None)
+                 for _, token, address, u in ended if address]
+    if addresses:
+        bulk.release_addresses(addresses)
+    for _, _, address, u in ended:
+        if u.address and u.address != address and u.address_next_at:
+            politeness.push_address(u.address, u.address_next_at)  # first contact, or the host moved
+    return released
+
+
+@stagetime.timed("leases")
+def more_urls(host_id: int, token: str, taken: frozenset, limit: int) -> list[QueuedUrl]:
+    """A running session's next URLs: its host's best due URLs that it has not had, as
+    long as its lease holds (fetch/session.py: one visit, one connection)."""
+    if limit <= 0 or not Host.objects.filter(id=host_id, lease_owner=token).exists():
+        return []
+    rows = (Url.objects.filter(host_id=host_id, state=UrlState.QUEUED, next_fetch_at__lte=timezone.now())
+            .exclude(id__in=list(taken)).order_by("-priority", "id").values_list(*QUEUED_FIELDS)[:limit])
+    return [QueuedUrl(*row) for row in rows]
+

@@ -92,11 +92,18 @@ class UrlState(models.TextChoices):
 
 
 class Url(models.Model):
-    """A normalized URL. url_hash is the unique key: a btree over long text breaks."""
+    """A normalized URL. url_key is the unique key (frontier.normalize.url_key): a btree
+    over long text breaks."""
 
-    url_hash = models.CharField(max_length=32, unique=True)
+    url_key = models.BigIntegerField(unique=True, help_text="the first 8 bytes of the URL's blake2b-128")
+    # Written by the previous release only (the key before url_key); PostgreSQL derives
+    # url_key from it for that release's inserts during an upgrade. Unique where present
+    # (the rows this release writes leave it empty and cost its index nothing). Dropped in
+    # the next release.
+    url_hash = models.CharField(max_length=32, null=True, blank=True, editable=False)
     url = models.TextField()
-    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="urls")
+    # No index of its own: url_host_due starts with the host.
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="urls", db_index=False)
     depth = models.SmallIntegerField(default=0)
     redirect_hops = models.SmallIntegerField(default=0)
     priority = models.SmallIntegerField(default=0, help_text="higher goes first")
@@ -143,6 +150,10 @@ class Url(models.Model):
             # Dispatch: a host's best queued URLs, read from the top (see _best_urls).
             models.Index(fields=["host", "-priority", "id"], name="url_host_queue",
                          condition=models.Q(state="queued")),
+        ]
+        constraints = [
+            models.UniqueConstraint(fields=["url_hash"], name="url_hash_unique",
+                                    condition=models.Q(url_hash__isnull=False)),
         ]
 
     def __str__(self):

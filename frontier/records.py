@@ -13,7 +13,9 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from . import recrawl
+from crawlerweb import stagetime
+
+from . import bulk, recrawl
 from .models import DeadLetter, Host, Url, UrlState
 from .outcomes import FetchReport, next_state
 from .vocabulary import Observation
@@ -47,14 +49,15 @@ class QueuedUrl(NamedTuple):
     simhash: int | None = None
 
 
-_QUEUED_FIELDS = ("id", "url", "depth", "redirect_hops", "attempts", "scopes", "etag", "last_modified",
+QUEUED_FIELDS = ("id", "url", "depth", "redirect_hops", "attempts", "scopes", "etag", "last_modified",
                   "content_hash", "payload_at", "text_hash", "simhash")
 
 
+@stagetime.timed("leases")
 def queued_urls(url_ids: list[int]) -> list[QueuedUrl]:
     """Those of the URLs still queued, in the given order."""
     rows = {r[0]: QueuedUrl(*r) for r in
-            Url.objects.filter(id__in=url_ids, state=UrlState.QUEUED).values_list(*_QUEUED_FIELDS)}
+            Url.objects.filter(id__in=url_ids, state=UrlState.QUEUED).values_list(*QUEUED_FIELDS)}
     return [rows[i] for i in url_ids if i in rows]
 
 
@@ -77,18 +80,16 @@ _WRITTEN = ("state", "outcome", "attempts", "next_fetch_at", "last_status", "las
             "payload_at", "etag", "last_modified", "text_hash", "simhash", "last_observation", "last_change_at",
             "observed_at", "observations", "change_stats", "change_rate", "recrawl_interval", "backoff_level")
 _READ = tuple(dict.fromkeys(recrawl.ROW_FIELDS + _WRITTEN))
-_RECORD_SQL = (f"UPDATE {Url._meta.db_table} SET " + ", ".join(f"{name} = %s" for name in _WRITTEN)
-               + " WHERE id = %s AND state = 'queued'")
 _DATETIMES = frozenset({"next_fetch_at", "last_fetched_at", "payload_at", "last_change_at", "observed_at"})
 
 
+@stagetime.timed("records")
 def record_fetches(results: list[tuple[FetchReport, int]]) -> Recorded:
     """Apply a batch of fetch results (report, attempts before it) in one transaction.
 
     Returns url id -> new state. A URL that was no longer queued (its lease had expired
-    and another worker recorded it first) is left alone: its state is None when that was
-    known on reading, or when it is the single result (the per-row count of a batch
-    is not known).
+    and another worker recorded it first) is left alone: its state is None. The rows go
+    back in one statement (frontier/bulk.py), which says which of them it changed.
     """
     recorded = Recorded()
     recorded.gone = []
@@ -118,22 +119,16 @@ def record_fetches(results: list[tuple[FetchReport, int]]) -> Recorded:
             recorded[report.url_id] = str(t.state)
             if t.dead_letter:
                 dead.append((report, t))
-        with connection.cursor() as cursor:
-            if len(params) == 1:
-                cursor.execute(_RECORD_SQL, params[0])
-                if cursor.rowcount == 0:  # recorded by another worker meanwhile
-                    recorded[params[0][-1]] = None
-                    recorded.gone = []
-                    return recorded
-            elif params:
-                cursor.executemany(_RECORD_SQL, params)
+        applied = bulk.write_states(_WRITTEN, params)
+        for url_id in {p[-1] for p in params} - applied:  # recorded by another worker meanwhile
+            recorded[url_id] = None
+        recorded.gone = [url_id for url_id in recorded.gone if url_id in applied]
         for report, t in dead:
-            if not Url.objects.filter(id=report.url_id, state=UrlState.FAILED).exists():
-                continue  # the update above did not apply to this row
-            DeadLetter.objects.update_or_create(
-                url_id=report.url_id,
-                defaults=dict(reason=t.outcome, last_status=report.status, attempts=t.attempts),
-            )
+            if report.url_id in applied:
+                DeadLetter.objects.update_or_create(
+                    url_id=report.url_id,
+                    defaults=dict(reason=t.outcome, last_status=report.status, attempts=t.attempts),
+                )
     return recorded
 
 
@@ -168,3 +163,20 @@ def requeue_dead_letters(dead_letter_ids: Iterable[int]) -> int:
         )
         letters.delete()
     return len(url_ids)
+
+
+def settle_unstorable(url_ids: list[int], reason: str) -> int:
+    """URLs whose fetch results the database refuses (fetch/writer.py): failed, to the
+    dead-letter table for an admin to look at and requeue, instead of being fetched and
+    failing again forever. Only URLs still queued. Returns how many were settled."""
+    now = timezone.now()
+    with transaction.atomic():
+        settled = list(Url.objects.filter(id__in=url_ids, state=UrlState.QUEUED).values_list("id", "last_status",
+                                                                                              "attempts"))
+        Url.objects.filter(id__in=[row[0] for row in settled]).update(
+            state=UrlState.FAILED, outcome=reason[:40], last_fetched_at=now, next_fetch_at=now)
+        for url_id, last_status, attempts in settled:
+            DeadLetter.objects.update_or_create(url_id=url_id, defaults=dict(reason=reason[:80], last_status=last_status,
+                                                                             attempts=attempts))
+    return len(settled)
+

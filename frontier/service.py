@@ -18,6 +18,7 @@ from .admission import (
     add_seeds,
     add_urls,
     default_scope,
+    forget_caches,
     scope_summary,
     seed_rejection,
 )
@@ -37,14 +38,25 @@ from .leases import (
     HostView,
     Lease,
     begin_lease,
+    begin_leases,
     claim_address,
     lease_ready_hosts,
+    more_urls,
     release_host,
+    release_hosts,
     renew_leases,
 )
 from .limits import current_limits
 from .progress import crawl_summary, deferred_work, has_pending_work, has_work_due_within, next_due_in
-from .records import QueuedUrl, queued_urls, record_fetch, record_fetches, requeue_dead_letters, save_robots
+from .records import (
+    QueuedUrl,
+    queued_urls,
+    record_fetch,
+    record_fetches,
+    requeue_dead_letters,
+    save_robots,
+    settle_unstorable,
+)
 from .recrawl import due_counts, plan_recrawl, release_due
 from .scope import InvalidScope, ScopeSpec, parse_spec
 from .stats import (
@@ -77,7 +89,8 @@ save_scope_patterns = _scope.save_patterns
 
 __all__ = [
     # admission
-    "AdmitResult", "Candidate", "add_seeds", "add_urls", "default_scope", "scope_summary", "seed_rejection",
+    "AdmitResult", "Candidate", "add_seeds", "add_urls", "default_scope", "forget_caches", "scope_summary",
+    "seed_rejection",
     "InvalidScope", "ScopeSpec", "parse_spec", "scope_key_taken", "save_scope_patterns",
     # steering
     "UNSET", "InvalidDomain", "LimitsChange", "canonical_domain", "origin_excluded", "resume_excluded_urls",
@@ -85,10 +98,11 @@ __all__ = [
     "HOST_ACTIONS", "MAX_HOSTS_PER_ACTION", "MAX_URLS_PER_ACTION", "ActionResult", "crawl_paused", "host_action",
     "pause_crawl", "paused_for", "recrawl_now", "resume_crawl", "host_ids_for", "url_ids_for",
     # leases and sessions
-    "HostUpdate", "HostView", "Lease", "begin_lease", "claim_address", "lease_ready_hosts", "release_host",
-    "renew_leases",
+    "HostUpdate", "HostView", "Lease", "begin_lease", "begin_leases", "claim_address", "lease_ready_hosts", "more_urls",
+    "release_host", "release_hosts", "renew_leases",
     # records
     "QueuedUrl", "queued_urls", "record_fetch", "record_fetches", "requeue_dead_letters", "save_robots",
+    "settle_unstorable",
     # progress and figures
     "crawl_summary", "deferred_work", "has_pending_work", "has_work_due_within", "next_due_in",
     # recrawl

@@ -182,11 +182,11 @@ def host_ids_for(refs: list[int | str]) -> tuple[list[int], list[int | str]]:
 def url_ids_for(refs: list[int | str]) -> tuple[list[int], list[int | str]]:
     """URL ids for references that are ids or URLs (normalized the way the frontier stores
     them), in order; with the references that name no known URL."""
-    keys = [ref if isinstance(ref, int) else _url_hash_or_none(ref) for ref in refs]
+    keys = [ref if isinstance(ref, int) else _url_key_or_none(ref) for ref in refs]
     found = set(Url.objects.filter(id__in=[k for k in keys if isinstance(k, int)]).values_list("id", flat=True))
-    found_hashes = dict(Url.objects.filter(url_hash__in=[k for k in keys if isinstance(k, str)])
-                        .values_list("url_hash", "id"))
-    return _resolved(refs, keys, found, found_hashes)
+    found_keys = {str(key): url_id for key, url_id in Url.objects.filter(
+        url_key__in=[int(k) for k in keys if isinstance(k, str)]).values_list("url_key", "id")}
+    return _resolved(refs, keys, found, found_keys)
 
 
 def _resolved(refs, keys, found_ids: set, found_keys: dict) -> tuple[list[int], list]:
@@ -208,8 +208,9 @@ def _origin_or_none(ref: str) -> str | None:
         return None
 
 
-def _url_hash_or_none(ref: str) -> str | None:
+def _url_key_or_none(ref: str) -> str | None:
+    """The URL's key, as a string: an int here is a URL id."""
     try:
-        return normalize(ref).url_hash
+        return str(normalize(ref).url_key)
     except InvalidUrl:
         return None

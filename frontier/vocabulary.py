@@ -49,6 +49,7 @@ class PageDetail(StrEnum):
     DUPLICATE = "duplicate"
     NOINDEX = "noindex"
     NOT_HTML = "not_html"
+    PARSE_FAILED = "parse_failed"  # its analysis crashed or hung a parse process (fetch/parsepool.py)
 
 
 class Observation(StrEnum):

@@ -25,13 +25,19 @@ TEST_SETTINGS = dict(
     CRAWLER_WARC_DIR=TEST_WARC_DIR,
     # Test crawls log their requests beside their archive, never into the project's var/log.
     CRAWLER_CRAWL_LOG_FILE=f"{TEST_WARC_DIR}/crawl.jsonl",
+    # Pages are analysed in the fetch threads: starting parse processes for each of the
+    # suite's many short crawls costs more than they parse. tests/test_parsepool.py and the
+    # crawl test it names run the pool.
+    CRAWLER_PARSE_PROCESSES=0,
 )
 
 
 def forget_limits():
+    from frontier import service
     from frontier.limits import forget_cached_limits
 
     forget_cached_limits()
+    service.forget_caches()  # the seen-cache and host ids of URLs a rolled-back test inserted
 
 
 @pytest.fixture(autouse=True)

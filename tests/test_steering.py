@@ -172,7 +172,7 @@ def make_url(host, path="/", **fields) -> Url:
     from frontier.normalize import normalize
 
     norm = normalize(host.origin + path)
-    return Url.objects.create(url=norm.url, url_hash=norm.url_hash, host=host, **fields)
+    return Url.objects.create(url=norm.url, url_key=norm.url_key, host=host, **fields)
 
 
 @pytest.mark.django_db

@@ -1,0 +1,50 @@
+"""Helpers for the write path's set-based statements (frontier/bulk.py, indexer/store.py):
+one statement per batch, whatever its size, written without the ORM's per-row work.
+
+PostgreSQL takes a batch as arrays, one per column, unnested into rows
+(`INSERT … SELECT … FROM unnest(%s::bigint[], …)`, `UPDATE … FROM unnest(…)`): one
+statement, one plan, one round trip. SQLite runs in the crawler's own process with no
+round trip, so executemany of one prepared statement is its set-based form.
+"""
+
+from django.db import connection
+
+SQLITE_MAX_VARIABLES = 30_000  # SQLite 3.32+ allows 32,766 per statement
+
+
+def column_type(model, column: str) -> str:
+    """The database type of a model's column ("bigint", "varchar(64)", …)."""
+    field = next(f for f in model._meta.concrete_fields if f.column == column)
+    return field.db_type(connection)
+
+
+def arrays(model, columns) -> str:
+    """`%s::type[]` placeholders, one per column, for unnest()."""
+    return ", ".join(f"%s::{column_type(model, c)}[]" for c in columns)
+
+
+def defaults(model, skip) -> tuple[list[str], list]:
+    """The model's columns but the primary key and `skip`, and their defaults as the
+    database takes them (a callable default such as timezone.now is called now)."""
+    columns, values = [], []
+    for field in model._meta.concrete_fields:
+        if field.primary_key or field.column in skip:
+            continue
+        columns.append(field.column)
+        values.append(field.get_db_prep_save(field.get_default(), connection))
+    return columns, values
+
+
+def typed(model, columns) -> str:
+    """`%s::type` placeholders, one per column (a parameter in a SELECT list has no type
+    of its own on PostgreSQL)."""
+    return ", ".join(f"%s::{column_type(model, c)}" for c in columns)
+
+
+def in_chunks(values: list, size: int = SQLITE_MAX_VARIABLES):
+    for start in range(0, len(values), size):
+        yield values[start:start + size]
+
+
+def marks(n: int) -> str:
+    return ", ".join(["%s"] * n)

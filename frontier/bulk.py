@@ -1,0 +1,197 @@
+"""Set-based statements of the frontier's write path, one per batch (crawlerweb/bulksql.py).
+
+A crawled page costs the database a few rows (its state, its new links, its host's
+release); a statement costs a parse, a plan and a round trip whatever its size. So the
+writer's batches (fetch/writer.py: the group commits of a process) go in one statement per
+table.
+
+Every statement that locks rows another writer may lock too takes them in one global
+order (url_key, host id), so concurrent workers wait for each other but never deadlock.
+"""
+
+from django.db import connection
+
+from crawlerweb.bulksql import arrays, defaults, in_chunks, marks, typed
+
+from .models import Host, ServerAddress, Url
+
+# The URL columns a new link brings; every other column takes its model default.
+LINK_COLUMNS = ("url_key", "url", "host_id", "depth", "redirect_hops", "priority", "referrer_id", "scopes")
+_DEPTH, _SCOPES = LINK_COLUMNS.index("depth"), LINK_COLUMNS.index("scopes")
+_URLS, _HOSTS, _ADDRESSES = Url._meta.db_table, Host._meta.db_table, ServerAddress._meta.db_table
+
+
+def insert_urls(rows: list[tuple]) -> tuple[set[int], dict[int, tuple[int, str, str]]]:
+    """Insert new URLs, rows of LINK_COLUMNS, skipping the keys the frontier has.
+
+    Returns (keys inserted, {key: (depth, scopes, state)} of rows that were there before
+    and may need a change: known deeper, or under other scopes). On PostgreSQL that is one
+    statement: the insert, and a look at the rows it did not insert, in one snapshot."""
+    if not rows:
+        return set(), {}
+    rows = sorted(rows)  # url_key order: concurrent inserts of the same keys never deadlock
+    if connection.vendor == "postgresql":
+        return _insert_urls_postgres(rows)
+    return _insert_urls_sqlite(rows)
+
+
+def _insert_urls_postgres(rows: list[tuple]) -> tuple[set[int], dict]:
+    columns, values = defaults(Url, LINK_COLUMNS)
+    names = ", ".join(LINK_COLUMNS)
+    sql = f"""
+        WITH input AS (SELECT * FROM unnest({arrays(Url, LINK_COLUMNS)}) AS t({names})),
+        added AS (
+            INSERT INTO {_URLS} ({names}, {", ".join(columns)})
+            SELECT {names}, {typed(Url, columns)} FROM input ORDER BY url_key
+            ON CONFLICT (url_key) DO NOTHING RETURNING url_key)
+        SELECT url_key, NULL, NULL, NULL FROM added
+        UNION ALL
+        SELECT u.url_key, u.depth, u.scopes, u.state FROM {_URLS} u JOIN input i USING (url_key)
+        WHERE u.depth > i.depth OR u.scopes <> i.scopes"""
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [list(column) for column in zip(*rows)] + values)
+        found = cursor.fetchall()
+    inserted = {key for key, depth, _, _ in found if depth is None}
+    existing = {key: (depth, scopes, state) for key, depth, scopes, state in found if depth is not None}
+    return inserted, existing
+
+
+def _insert_urls_sqlite(rows: list[tuple]) -> tuple[set[int], dict]:
+    # One process writes (the embedded crawler holds the write lock for its batch), so what
+    # the SELECT did not find is what the INSERT adds.
+    existing, candidates = {}, {row[0]: row for row in rows}
+    with connection.cursor() as cursor:
+        for chunk in in_chunks(list(candidates)):
+            cursor.execute(f"SELECT url_key, depth, scopes, state FROM {_URLS} WHERE url_key IN ({marks(len(chunk))})",
+                           chunk)
+            for key, depth, scopes, state in cursor.fetchall():
+                row = candidates[key]
+                existing[key] = (depth, scopes, state) if depth > row[_DEPTH] or scopes != row[_SCOPES] else None
+        fresh = [row for row in rows if row[0] not in existing]
+        if fresh:
+            columns, values = defaults(Url, LINK_COLUMNS)
+            cursor.executemany(f"INSERT INTO {_URLS} ({', '.join(LINK_COLUMNS + tuple(columns))}) "
+                               f"VALUES ({marks(len(LINK_COLUMNS) + len(columns))}) ON CONFLICT DO NOTHING",
+                               [row + tuple(values) for row in fresh])
+    return {row[0] for row in fresh}, {k: v for k, v in existing.items() if v is not None}
+
+
+def write_states(columns: tuple[str, ...], rows: list[list]) -> set[int]:
+    """Write URL rows back (each row: the columns' values, then the URL id) where the URL is
+    still queued; returns the ids written. A URL recorded meanwhile by another worker (its
+    lease had expired) is left as that worker wrote it."""
+    if not rows:
+        return set()
+    rows = sorted(rows, key=lambda row: row[-1])  # id order: the locks of concurrent batches never cross
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            names = ", ".join(columns)
+            cursor.execute(
+                f"""UPDATE {_URLS} u SET {", ".join(f"{c} = v.{c}" for c in columns)}
+                    FROM unnest({arrays(Url, columns + ("id",))}) AS v({names}, id)
+                    WHERE u.id = v.id AND u.state = 'queued' RETURNING u.id""",
+                [list(column) for column in zip(*rows)])
+            return {row[0] for row in cursor.fetchall()}
+        # SQLite: one writer, and the caller read these rows queued in this transaction.
+        sql = f"UPDATE {_URLS} SET {', '.join(f'{c} = %s' for c in columns)} WHERE id = %s AND state = 'queued'"
+        if len(rows) == 1:
+            cursor.execute(sql, rows[0])
+            return {rows[0][-1]} if cursor.rowcount else set()
+        cursor.executemany(sql, rows)
+        return {row[-1] for row in rows}
+
+
+def extend_leases(leases: list[tuple[int, str]], now, until) -> set[int]:
+    """Move the expiry of leases (host id, token) still held at `now` to `until`; returns
+    the ids of the hosts whose lease it was."""
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"""UPDATE {_HOSTS} h SET leased_until = %s FROM unnest(%s::bigint[], %s::varchar(80)[]) AS v(id, token)
+                    WHERE h.id = v.id AND h.lease_owner = v.token AND h.leased_until > %s RETURNING h.id""",
+                [until, [i for i, _ in leases], [t for _, t in leases], now])
+            return {row[0] for row in cursor.fetchall()}
+        extended = set()
+        for host_id, token in leases:
+            cursor.execute(f"UPDATE {_HOSTS} SET leased_until = %s WHERE id = %s AND lease_owner = %s "
+                           "AND leased_until > %s", [adapt(until), host_id, token, adapt(now)])
+            if cursor.rowcount:
+                extended.add(host_id)
+        return extended
+
+
+def release_hosts(rows: list[tuple]) -> set[int]:
+    """Clear the leases of hosts and set what their sessions learned; rows of (id, lease
+    token, next_fetch_at, response_time, failures, wait_reason, address or None), in id
+    order. Only where the token still holds the lease; returns the ids released."""
+    columns = ("id", "lease_owner", "next_fetch_at", "response_time", "failures", "wait_reason", "address")
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"""UPDATE {_HOSTS} h SET lease_owner = '', leased_until = NULL, next_fetch_at = v.next_fetch_at,
+                        response_time = v.response_time, failures = v.failures, wait_reason = v.wait_reason,
+                        address = COALESCE(v.address, h.address)
+                    FROM unnest({arrays(Host, columns)}) AS v({", ".join(columns)})
+                    WHERE h.id = v.id AND h.lease_owner = v.lease_owner RETURNING h.id""",
+                [list(column) for column in zip(*rows)])
+            return {row[0] for row in cursor.fetchall()}
+        released = set()
+        for host_id, token, next_fetch_at, response_time, failures, wait_reason, address in rows:
+            cursor.execute(f"UPDATE {_HOSTS} SET lease_owner = '', leased_until = NULL, next_fetch_at = %s, "
+                           "response_time = %s, failures = %s, wait_reason = %s, address = COALESCE(%s, address) "
+                           "WHERE id = %s AND lease_owner = %s",
+                           [next_fetch_at, response_time, failures, wait_reason, address, host_id, token])
+            if cursor.rowcount:
+                released.add(host_id)
+        return released
+
+
+def release_addresses(rows: list[tuple]) -> None:
+    """Clear the leases of server addresses, (address, token, next allowed time or None):
+    the next time only moves later, never earlier."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"""UPDATE {_ADDRESSES} a SET lease_owner = '', leased_until = NULL,
+                        next_fetch_at = GREATEST(a.next_fetch_at, COALESCE(v.next_fetch_at, a.next_fetch_at))
+                    FROM unnest(%s::inet[], %s::varchar(80)[], %s::timestamptz[]) AS v(address, token, next_fetch_at)
+                    WHERE a.address = v.address AND a.lease_owner = v.token""",
+                [list(column) for column in zip(*sorted(rows))])
+            return
+        cursor.executemany(f"UPDATE {_ADDRESSES} SET lease_owner = '', leased_until = NULL, "
+                           "next_fetch_at = MAX(next_fetch_at, COALESCE(%s, next_fetch_at)) "
+                           "WHERE address = %s AND lease_owner = %s",
+                           [(next_fetch_at, address, token) for address, token, next_fetch_at in sorted(rows)])
+
+
+def existing_keys(keys: list[int]) -> set[int]:
+    """Those of the URL keys the frontier has."""
+    found = set()
+    for chunk in in_chunks(keys):
+        found.update(Url.objects.filter(url_key__in=chunk).values_list("url_key", flat=True))
+    return found
+
+
+def add_host_counts(counts: dict[int, int]) -> dict[int, int]:
+    """Add to the hosts' admitted-URL counts (the per-host quota); returns the new counts."""
+    if not counts:
+        return {}
+    ids = sorted(counts)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Lock the rows in id order first: an UPDATE … FROM locks them in its join's order.
+            cursor.execute(
+                f"""WITH locked AS (SELECT id FROM {_HOSTS} WHERE id = ANY(%s) ORDER BY id FOR UPDATE)
+                    UPDATE {_HOSTS} h SET url_count = h.url_count + v.n
+                    FROM unnest(%s::bigint[], %s::integer[]) AS v(id, n), locked
+                    WHERE h.id = v.id AND locked.id = v.id RETURNING h.id, h.url_count""",
+                [ids, ids, [counts[i] for i in ids]])
+            return dict(cursor.fetchall())
+        cursor.executemany(f"UPDATE {_HOSTS} SET url_count = url_count + %s WHERE id = %s",
+                           [(counts[i], i) for i in ids])
+        found = {}
+        for chunk in in_chunks(ids):
+            cursor.execute(f"SELECT id, url_count FROM {_HOSTS} WHERE id IN ({marks(len(chunk))})", chunk)
+            found.update(cursor.fetchall())
+        return found
