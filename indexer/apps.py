@@ -7,3 +7,6 @@ class IndexerConfig(AppConfig):
 
     def ready(self):
         from . import signals  # noqa: F401  (connects the index-cleanup receiver)
+        from .backends.postgres import register_binary_tsvector
+
+        register_binary_tsvector()

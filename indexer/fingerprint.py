@@ -101,6 +101,8 @@ import re
 from itertools import chain
 from typing import NamedTuple
 
+from crawlerweb import stagetime
+
 __all__ = [
     "CHANGED", "DEFAULT_THRESHOLD", "FIRST", "NOISE", "UNCHANGED", "Fingerprint", "compare",
     "fingerprint", "hamming", "normalized", "simhash64", "text_hash",
@@ -287,6 +289,7 @@ def hamming(a: int, b: int) -> int:
 
 # --- the whole thing -----------------------------------------------------------------------
 
+@stagetime.timed("fingerprint")
 def fingerprint(title: str, headings: str, text: str) -> Fingerprint:
     """Fingerprint(text_hash(normalized(...)), simhash64(normalized(...))), normalizing once."""
     fields = _field_words(title, headings, text)

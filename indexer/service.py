@@ -1,8 +1,9 @@
 """The indexer's public interface: turn fetched responses into documents, and search.
 
 Two steps, so the fetch path can keep the database out of its inner loop:
-prepare_page() is pure CPU (hash, decode, parse), store_pages() writes a whole batch of
-prepared pages in a handful of statements.
+prepare_page() and prepare_index() are pure CPU (hash, decode, parse, fingerprint, the
+search backend's analysis), store_pages() writes a whole batch of prepared pages in a
+statement per table.
 
 Exact duplicates: the SHA-256 of the body bytes. The first document to claim a hash in
 ContentFingerprint is the original; later ones are stored as duplicates of it and are not
@@ -12,22 +13,22 @@ indexed, so a page served under several URLs is found once.
 import hashlib
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
+from django.utils import timezone
 
+from crawlerweb import stagetime
 from frontier.vocabulary import Observation, PageDetail
 
+from . import bulk
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint
-from .models import ContentFingerprint, Document
+from .models import Document
 from .parse import ParsedPage, parse_html
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-_DOCUMENT_FIELDS = [
-    "address", "title", "headings", "body", "content_hash", "content_type", "status", "size",
-    "noindex", "duplicate_of", "indexed", "fetched_at", "warc_file", "warc_offset", "warc_length",
-]
 
 
 @dataclass
@@ -43,6 +44,7 @@ class PreparedPage:
     parsed: ParsedPage | None  # None when the body is not HTML
     archived: tuple[str, int, int] | None = None  # the raw response's WARC (file, offset, length)
     fingerprint: Fingerprint | None = None  # of the extracted text (None: not HTML)
+    index: tuple | None = None  # the search backend's row for it (SearchBackend.prepare), if prepared
 
     @property
     def links(self) -> list[str]:
@@ -54,6 +56,7 @@ class PreparedPage:
         return self.parsed.base if self.parsed is not None and self.parsed.base else self.url
 
 
+@stagetime.timed("fingerprint")
 def content_hash(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
@@ -84,6 +87,13 @@ def prepare_page(url_id: int, url: str, status: int, content_type: str, charset:
                         archived, text)
 
 
+def prepare_index(page: PreparedPage) -> None:
+    """Analyse a page that will be stored, for the search backend (page.index), so the
+    writer only sends it: pages marked noindex and pages that are not HTML get none."""
+    if page.parsed is not None and not page.parsed.noindex:
+        page.index = get_search_backend().prepare(_as_document(page))
+
+
 def compare_text(old_hash: str, old_simhash: int | None, new: Fingerprint | None) -> Observation:
     """What a revisit saw of the text (an Observation): first, unchanged, noise or changed.
     Noise is a text change of at most CRAWLER_CHANGE_SIMHASH_THRESHOLD SimHash bits."""
@@ -92,6 +102,7 @@ def compare_text(old_hash: str, old_simhash: int | None, new: Fingerprint | None
     return Observation(compare(old_hash, old_simhash, new, settings.CRAWLER_CHANGE_SIMHASH_THRESHOLD)[0])
 
 
+@stagetime.timed("documents")
 def remove_pages(url_ids: list[int]) -> int:
     """Take the documents of these URLs out of the index (the pages are gone); the rows
     stay as the record of what was there. Returns how many left the index."""
@@ -103,8 +114,10 @@ def remove_pages(url_ids: list[int]) -> int:
     return len(indexed)
 
 
+@stagetime.timed("documents")
 def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
-    """Store, dedupe and index a batch of prepared pages in one transaction.
+    """Store, dedupe and index a batch of prepared pages in one transaction: a statement
+    per table for the whole batch (indexer/bulk.py), the index rows as prepared.
 
     Returns url id -> detail: indexed | duplicate | noindex | not_html.
     """
@@ -113,55 +126,52 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
     if not html:
         return details
     backend = get_search_backend()
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
     with transaction.atomic():
         # A recrawl replaces a document: drop its index entry while the old text is there.
-        previous = list(Document.objects.filter(url_id__in=[p.url_id for p in html], indexed=True)
-                        .values_list("id", flat=True))
+        previous = bulk.indexed_documents([p.url_id for p in html])
         if previous:
             backend.delete(previous)
-        docs = [
-            Document(
-                url_id=p.url_id, address=p.url, title=p.parsed.title, headings=p.parsed.headings,
-                body=p.parsed.text, content_hash=p.content_hash, content_type=p.content_type,
-                status=p.status, size=p.size, noindex=p.parsed.noindex, duplicate_of=None, indexed=False,
-                **_warc_fields(p.archived),
-            )
-            for p in html
-        ]
-        Document.objects.bulk_create(docs, update_conflicts=True, unique_fields=["url"], update_fields=_DOCUMENT_FIELDS)
-        originals = _claim_fingerprints(docs)
-        indexable = []
-        for doc in docs:
-            original = originals[doc.content_hash]
-            if original != doc.id:
-                Document.objects.filter(id=doc.id).update(duplicate_of_id=original)
-                details[doc.url_id] = PageDetail.DUPLICATE
-            elif doc.noindex:
-                details[doc.url_id] = PageDetail.NOINDEX
+        ids = bulk.upsert_documents([
+            (p.url_id, p.url, p.parsed.title, p.parsed.headings, p.parsed.text, p.content_hash, p.content_type,
+             p.status, p.size, p.parsed.noindex, not p.parsed.noindex, now, *_warc_fields(p.archived), None)
+            for p in html])
+        claims = {}
+        for p in html:  # within a batch the first document with a hash claims it
+            claims.setdefault(p.content_hash, ids[p.url_id])
+        originals = bulk.claim_fingerprints(claims)
+        duplicates, indexable = {}, []
+        for p in html:
+            document_id, original = ids[p.url_id], originals[p.content_hash]
+            if original != document_id:
+                duplicates[document_id] = original
+                details[p.url_id] = PageDetail.DUPLICATE
+            elif p.parsed.noindex:
+                details[p.url_id] = PageDetail.NOINDEX
             else:
-                indexable.append(doc.id)
-                details[doc.url_id] = PageDetail.INDEXED
-        if indexable:
-            backend.add([doc for doc in docs if doc.id in indexable])
-            Document.objects.filter(id__in=indexable).update(indexed=True)
+                indexable.append((document_id, p.index if p.index is not None else backend.prepare(_as_document(p))))
+                details[p.url_id] = PageDetail.INDEXED
+        if duplicates:
+            bulk.mark_duplicates(duplicates)
+        backend.add_prepared(indexable)
     return details
 
 
-def _warc_fields(archived: tuple[str, int, int] | None) -> dict:
+def _warc_fields(archived: tuple[str, int, int] | None) -> tuple:
     filename, offset, length = archived or ("", None, None)
-    return {"warc_file": filename, "warc_offset": offset, "warc_length": length}
+    return filename, offset, length
 
 
-def _claim_fingerprints(docs: list[Document]) -> dict[str, int]:
-    """content hash -> the original document's id. The primary key decides races between
-    workers; within a batch the first document with a hash claims it."""
-    claims = {}
-    for doc in docs:
-        claims.setdefault(doc.content_hash, doc.id)
-    ContentFingerprint.objects.bulk_create(  # sorted: concurrent batches lock keys in one order
-        [ContentFingerprint(content_hash=h, document_id=i) for h, i in sorted(claims.items())], ignore_conflicts=True
-    )
-    return dict(ContentFingerprint.objects.filter(content_hash__in=list(claims)).values_list("content_hash", "document_id"))
+class _DocumentView(NamedTuple):
+    address: str
+    title: str
+    headings: str
+    body: str
+
+
+def _as_document(page: PreparedPage) -> _DocumentView:
+    """What the search backend indexes of a page."""
+    return _DocumentView(page.url, page.parsed.title, page.parsed.headings, page.parsed.text)
 
 
 def search(query: str, limit: int = 10, offset: int = 0) -> SearchResults:

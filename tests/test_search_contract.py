@@ -1,6 +1,8 @@
 """One behaviour suite for every search backend: it runs against the database the suite
 runs on (PostgreSQL tsvector in one run, SQLite FTS5 in the other, see the Makefile)."""
 
+import dataclasses
+
 import pytest
 from django.db import connection
 
@@ -14,7 +16,7 @@ pytestmark = pytest.mark.django_db
 def make_doc(n, title="", headings="", body="", address=None):
     address = address or f"http://h.test/{n}"
     host, _ = Host.objects.get_or_create(origin="/".join(address.split("/")[:3]))
-    url = Url.objects.create(url_hash=f"{n:032x}", url=address, host=host)
+    url = Url.objects.create(url_key=n, url=address, host=host)
     return Document.objects.create(url=url, address=url.url, title=title, headings=headings, body=body,
                                    content_hash=f"{n:064x}")
 
@@ -253,3 +255,44 @@ def test_postgres_compresses_page_text_and_vectors_with_lz4_when_it_can():
     expected = "l" if lz4 else ""
     assert methods == {"indexer_document.body": expected, "indexer_document.headings": expected,
                        "indexer_pg_index.vector": expected}
+
+
+def _prepared(url_id, url, title, body):
+    from indexer import service as indexer
+
+    html = f"<html><head><title>{title}</title></head><body><p>{body}</p></body></html>".encode()
+    page = indexer.prepare_page(url_id, url, 200, "text/html", "utf-8", html)
+    indexer.prepare_index(page)
+    return page
+
+
+def test_a_changed_page_is_found_by_its_new_words_only(backend):
+    from indexer import service as indexer
+
+    host = Host.objects.create(origin="http://h.test")
+    url = Url.objects.create(url_key=7, url="http://h.test/page", host=host)
+    assert indexer.store_pages([_prepared(url.id, url.url, "Page", "oldword shared")]) == {url.id: "indexed"}
+    assert indexer.store_pages([_prepared(url.id, url.url, "Page", "newword shared")]) == {url.id: "indexed"}
+    assert list(backend.search("oldword")) == []
+    assert [h.url for h in backend.search("newword")] == [url.url]
+    assert backend.search("shared").total == 1
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's contentless FTS5 only")
+def test_it_keeps_no_copy_of_the_tokens_and_warns_when_the_analyzer_changed_under_it(backend, monkeypatch, caplog):
+    from indexer.backends import sqlite
+
+    with connection.cursor() as cur:
+        cur.execute("SELECT sql FROM sqlite_master WHERE name = 'indexer_fts'")
+        assert "content=''" in cur.fetchone()[0]
+        cur.execute("SELECT count(*) FROM sqlite_master WHERE name = 'indexer_fts_content'")
+        assert cur.fetchone()[0] == 0
+    doc = make_doc(1, "x", "", "stableword")
+    backend.add([doc])
+    real = sqlite.index_fields
+    monkeypatch.setattr(sqlite, "index_fields", lambda d: dataclasses.replace(real(d), body=["changed"]))
+    backend.delete([doc.id])
+    assert "run `python manage.py reindex`" in caplog.text
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(*) FROM indexer_fts_docs WHERE rowid = %s", [doc.id])
+        assert cur.fetchone()[0] == 0

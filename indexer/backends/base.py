@@ -102,8 +102,18 @@ class SearchBackend(ABC):
     # -- writing -------------------------------------------------------------------------
 
     @abstractmethod
+    def prepare(self, document) -> tuple:
+        """A document's index row (document: anything with address, title, headings, body):
+        the analyzer's work, no database, so it runs where the page is parsed (a fetch
+        thread, a parse pool process) and the writer only sends it."""
+
+    @abstractmethod
+    def add_prepared(self, rows: list[tuple[int, tuple]]) -> None:
+        """Index (or re-index) documents given as (document id, prepare(document))."""
+
     def add(self, documents: list) -> None:
         """Index (or re-index) these documents (objects with id, address, title, headings, body)."""
+        self.add_prepared([(doc.id, self.prepare(doc)) for doc in documents])
 
     @abstractmethod
     def delete(self, document_ids: list[int]) -> None:
