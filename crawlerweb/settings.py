@@ -280,6 +280,10 @@ CRAWLER_OWN_SERVICES = [e for e in (
 CRAWLER_CONNECT_TIMEOUT = envfloat("CRAWLER_CONNECT_TIMEOUT", 5.0, minimum=0.1)
 # Seconds between two refreshes of the dashboard page.
 CRAWLER_DASHBOARD_REFRESH_SECONDS = envfloat("CRAWLER_DASHBOARD_REFRESH_SECONDS", 5.0, minimum=1.0)
+# PostgreSQL: the writers commit without waiting for the WAL flush (synchronous_commit off for
+# their connection): a database crash loses at most their last ~0.6 s of results, which are
+# fetched again (fetch/writer.py). Leases and everything else stay synchronous.
+CRAWLER_DB_ASYNC_COMMIT = envbool("CRAWLER_DB_ASYNC_COMMIT", True)
 # Where links from a seed may lead unless the seed says otherwise (`crawl --scope`,
 # `seed --scope`, the API's "scope"): "host" (the seed's host), "domain" (its registered
 # domain and subdomains), "prefix" (URLs under the seed's path) or "web" (anywhere).
@@ -360,6 +364,13 @@ CRAWLER_METRICS_MAX_AGE = envfloat("CRAWLER_METRICS_MAX_AGE", 15.0)
 CRAWLER_METRICS_RETENTION_HOURS = envfloat("CRAWLER_METRICS_RETENTION_HOURS", 24.0, minimum=0.1)
 # Seconds between beat's metrics samples (the interval of its periodic task when created).
 CRAWLER_METRICS_SAMPLE_SECONDS = envfloat("CRAWLER_METRICS_SAMPLE_SECONDS", 15.0, minimum=1.0)
+# Worker processes that parse and analyse pages for a crawling process (fetch/parsepool.py):
+# -1 (default) = one per core for `manage.py crawl`, none in a Celery worker (its prefork
+# pool is a process per core already); 0 = parse in the fetch threads.
+CRAWLER_PARSE_PROCESSES = envint("CRAWLER_PARSE_PROCESSES", -1, minimum=-1)
+# Seconds a page's analysis may take in a parse process; past it, or if the process dies,
+# the process is replaced and the page is settled as "parse_failed".
+CRAWLER_PARSE_TIMEOUT = envfloat("CRAWLER_PARSE_TIMEOUT", 30.0, minimum=0.1)
 # Politeness scope: "host" (one request at a time and a delay per host name), "ip" (per
 # server address, so many names on one server share one budget) or "both".
 CRAWLER_POLITENESS_SCOPE = envchoice("CRAWLER_POLITENESS_SCOPE", "both", ("host", "ip", "both"))
@@ -374,6 +385,9 @@ CRAWLER_ROBOTS_CACHE_SECONDS = envfloat("CRAWLER_ROBOTS_CACHE_SECONDS", 86400.0)
 CRAWLER_ROBOTS_ERROR_SECONDS = envfloat("CRAWLER_ROBOTS_ERROR_SECONDS", 300.0)
 # Bytes of robots.txt read at most (RFC 9309 requires at least 500 KiB be parsed).
 CRAWLER_ROBOTS_MAX_BYTES = envint("CRAWLER_ROBOTS_MAX_BYTES", 512_000, minimum=1024)
+# URLs a crawling process remembers being in the frontier, so that links to them never
+# reach the database (frontier/seen.py); ~80 bytes each. Past it, the cache starts again.
+CRAWLER_SEEN_CACHE_SIZE = envint("CRAWLER_SEEN_CACHE_SIZE", 1_000_000, minimum=0)
 # Seconds a worker holds a host for one session, pacing it itself on one connection; the
 # URLs left at the end wait for the host's next session (on any worker).
 CRAWLER_SESSION_SECONDS = envfloat("CRAWLER_SESSION_SECONDS", 60.0, minimum=0.1)

@@ -57,6 +57,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
+from crawlerweb import stagetime
 from frontier.vocabulary import FetchError
 
 from . import http
@@ -107,11 +108,26 @@ def record(result: http.FetchResult) -> Location | None:
     """Archive a fetch: each redirect hop it followed, then its final response.
     Returns the final response record's location, or None when archiving is off or no
     response arrived."""
+    return append(build(result))
+
+
+@stagetime.timed("warc")
+def build(result: http.FetchResult) -> list[tuple[bytes, bytes]]:
+    """The records of a fetch, compressed, not yet written: (response, request) members for
+    each redirect hop it followed, then for its final response; [] when archiving is off
+    or no response arrived. Pure work (a parse pool process may do it); append() writes."""
     if not enabled() or result.status is None:
-        return None
-    for hop in result.redirects:
-        _writer().append(_records(hop))
-    return _writer().append(_records(result))
+        return []
+    return [_records(hop) for hop in result.redirects] + [_records(result)]
+
+
+@stagetime.timed("warc")
+def append(groups: list[tuple[bytes, ...]]) -> Location | None:
+    """Write built records to this process's current file; the last group's location."""
+    location = None
+    for members in groups:
+        location = _writer().append(members)
+    return location
 
 
 # WARC/1.0 revisit profiles (ISO 28500:2009 section 8.3; 1.1 kept the names).
@@ -122,14 +138,20 @@ IDENTICAL_PAYLOAD = "http://netpreserve.org/warc/1.0/revisit/identical-payload-d
 def record_revisit(result: http.FetchResult, profile: str, refers_to: datetime | None) -> Location | None:
     """Archive a revisit: the response's status line and headers in a `revisit` record
     pointing at the earlier response of the same URL received at `refers_to`."""
+    return append(build_revisit(result, profile, refers_to))
+
+
+@stagetime.timed("warc")
+def build_revisit(result: http.FetchResult, profile: str, refers_to: datetime | None) -> list[tuple[bytes, bytes]]:
+    """record_revisit()'s records, built, not written (see build())."""
     if not enabled() or result.status is None:
-        return None
+        return []
     revisit = {"WARC-Profile": profile, "WARC-Refers-To-Target-URI": result.final_url}
     if refers_to is not None:
         revisit["WARC-Refers-To-Date"] = _warc_date(refers_to.timestamp())
     if profile == IDENTICAL_PAYLOAD:
         revisit["WARC-Payload-Digest"] = payload_digest(result.body)
-    return _writer().append(_records(result, revisit))
+    return [_records(result, revisit)]
 
 
 def payload_digest(body: bytes) -> str:

@@ -7,10 +7,11 @@ record_request() is an observe.py listener: it runs on the fetch thread after ev
 request, so it only formats the line and hands it over; it never waits and never touches
 the database:
 
-- the file: the line goes to the logger `crawlerweb.crawl`, whose QueueHandler puts it in a
-  bounded queue; one thread per process (logging's QueueListener) writes it with
-  concurrent-log-handler's ConcurrentRotatingFileHandler. A slow disk then delays that
-  thread, not the fetch threads; a full queue drops the line and counts it.
+- the file: the line goes into a bounded queue; one thread per process writes what is
+  waiting, up to WRITE_BATCH_CHARS at once, with concurrent-log-handler's
+  ConcurrentRotatingFileHandler (one file lock per batch, not per line). A slow disk then
+  delays that thread, not the fetch threads; a full queue drops the line and counts it.
+  Handlers an operator adds to the logger `crawlerweb.crawl` get each line too.
 - the database: the record goes into a bounded buffer that the process's writer thread
   (fetch/writer.py) inserts in each group commit (store_pending) and prunes (prune_if_due).
   A full buffer drops the record and counts it; the writer logs the count.
@@ -21,8 +22,8 @@ is not safe for that: each process decides to roll over on its own and renames f
 others still write to, so lines land in rotated files or are lost (the logging cookbook
 says so). concurrent-log-handler takes an exclusive lock on a lock file (`.__crawl.jsonl.lock`
 beside the log) around every write and rollover, and reopens the file when another
-process has rotated it; each line is written and flushed whole under the lock, so lines
-never interleave.
+process has rotated it; each batch of whole lines is written and flushed under the lock,
+so lines never interleave.
 
 The file and its queue are set up per process on first use (a forked pool child must not
 inherit its parent's writing thread), and again when the settings change (tests).
@@ -31,7 +32,6 @@ inherit its parent's writing thread), and again when the settings change (tests)
 import atexit
 import json
 import logging
-import logging.handlers
 import os
 import queue
 import threading
@@ -42,7 +42,11 @@ from pathlib import Path
 
 from concurrent_log_handler import ConcurrentRotatingFileHandler
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
+
+from crawlerweb import stagetime
+from crawlerweb.bulksql import arrays, marks
 
 from .models import CrawlLogEntry
 from .observe import RequestRecord
@@ -52,7 +56,7 @@ log = logging.getLogger(__name__)
 LOGGER_NAME = "crawlerweb.crawl"  # operators may add handlers to it in LOGGING (e.g. stdout)
 crawl_logger = logging.getLogger(LOGGER_NAME)
 
-# Rows per INSERT: one statement per group commit, below PostgreSQL's 65,535 parameters.
+# Rows per INSERT (one statement per group commit; on SQLite, one executemany).
 INSERT_BATCH = 2000
 # Pruning deletes a few minutes' worth of rows at a time, not every group's worth.
 PRUNE_EVERY_SECONDS = 300.0
@@ -91,13 +95,21 @@ def line_of(record: RequestRecord) -> str:
 
 # --- the listener --------------------------------------------------------------------------
 
+@stagetime.timed("crawl_log")
 def record_request(record: RequestRecord) -> None:
-    """observe.py listener: hand the record to the database buffer and to the file."""
+    """observe.py listener: hand the record to the database buffer, the file's writer and
+    the handlers an operator gave the logger `crawlerweb.crawl`."""
     if settings.CRAWLER_CRAWL_LOG_DB:
         _buffer.put(record)
-    handler = _file_handler()
-    if crawl_logger.isEnabledFor(logging.INFO) and (handler is not None or crawl_logger.handlers):
-        crawl_logger.info(line_of(record))
+    writer = _file_writer()
+    others = crawl_logger.handlers and crawl_logger.isEnabledFor(logging.INFO)
+    if writer is None and not others:
+        return
+    line = line_of(record)
+    if writer is not None:
+        writer.put(line)
+    if others:
+        crawl_logger.info(line)
 
 
 class _Buffer:
@@ -133,18 +145,24 @@ def take_pending() -> tuple[list[RequestRecord], int]:
 
 # --- the database copy (called by the writer thread) ---------------------------------------
 
-def entry_of(record: RequestRecord) -> CrawlLogEntry:
-    return CrawlLogEntry(
-        at=datetime.fromtimestamp(record.at, UTC), kind=record.kind[:8], url=record.url, url_id=record.url_id,
-        host_id=record.host_id, origin=record.origin, status=record.status, error=record.error[:40],
-        outcome=record.outcome[:40], bytes=record.bytes, ms=round(record.duration * 1000), attempt=record.attempt,
-        retry_after=record.retry_after, address=record.address[:64],
+ENTRY_COLUMNS = ("at", "kind", "url", "url_id", "host_id", "origin", "status", "error", "outcome", "bytes", "ms",
+                 "attempt", "retry_after", "address", "content_type", "worker", "lease")
+
+
+def entry_row(record: RequestRecord) -> tuple:
+    """A record as a CrawlLogEntry row, values in ENTRY_COLUMNS' order."""
+    return (
+        datetime.fromtimestamp(record.at, UTC), record.kind[:8], record.url, record.url_id, record.host_id,
+        record.origin, record.status, record.error[:40], record.outcome[:40], record.bytes,
+        round(record.duration * 1000), record.attempt, record.retry_after, record.address[:64],
         # A header value comes from the web: cut to the column's size (and no NUL, which
         # PostgreSQL text cannot hold) rather than fail the group's insert.
-        content_type=record.content_type.replace("\x00", "")[:100], worker=record.worker[:200], lease=record.lease[:100],
+        record.content_type.replace("\x00", "")[:100], record.worker[:200], record.lease[:100],
     )
 
 
+
+@stagetime.timed("crawl_log")
 def store_pending() -> int:
     """Insert what the fetch threads buffered, in one statement (per INSERT_BATCH rows).
     Returns the number of rows written."""
@@ -155,7 +173,17 @@ def store_pending() -> int:
                     "was full", dropped, settings.CRAWLER_CRAWL_LOG_BUFFER)
     if not records:
         return 0
-    CrawlLogEntry.objects.bulk_create([entry_of(record) for record in records], batch_size=INSERT_BATCH)
+    table = CrawlLogEntry._meta.db_table
+    with connection.cursor() as cursor:
+        for start in range(0, len(records), INSERT_BATCH):
+            rows = [entry_row(record) for record in records[start:start + INSERT_BATCH]]
+            if connection.vendor == "postgresql":
+                cursor.execute(f"INSERT INTO {table} ({', '.join(ENTRY_COLUMNS)}) SELECT * FROM "
+                               f"unnest({arrays(CrawlLogEntry, ENTRY_COLUMNS)})", [list(c) for c in zip(*rows)])
+            else:
+                adapt = connection.ops.adapt_datetimefield_value
+                cursor.executemany(f"INSERT INTO {table} ({', '.join(ENTRY_COLUMNS)}) VALUES "
+                                   f"({marks(len(ENTRY_COLUMNS))})", [(adapt(row[0]), *row[1:]) for row in rows])
     return len(records)
 
 
@@ -182,20 +210,6 @@ def prune(now: datetime | None = None) -> int:
 
 # --- the file --------------------------------------------------------------------------------
 
-class _DroppingQueueHandler(logging.handlers.QueueHandler):
-    """Never waits: a full queue drops the line and counts it (the standard handler would
-    print a traceback for each)."""
-
-    dropped = 0
-    reported = 0  # of those, how many the writer has logged a warning about
-
-    def enqueue(self, record):
-        try:
-            self.queue.put_nowait(record)
-        except queue.Full:
-            self.dropped += 1
-
-
 class _FileHandler(ConcurrentRotatingFileHandler):
     """Counts the lines it could not write (disk full, file removed under it) instead of
     printing a traceback for each; the writer logs the count."""
@@ -203,14 +217,70 @@ class _FileHandler(ConcurrentRotatingFileHandler):
     failed = 0
 
     def handleError(self, record):
-        self.failed += 1
+        self.failed += 1 + record.getMessage().count("\n")
+
+
+# Characters written under one lock (and one rotation check) at most: a busy process writes
+# its queue in batches instead of taking the file lock per line.
+WRITE_BATCH_CHARS = 256 * 1024
+_STOP = object()
 
 
 class _FileLog:
-    def __init__(self, key: tuple, queue_handler: _DroppingQueueHandler,
-                 listener: logging.handlers.QueueListener | None, file_handler: logging.Handler | None):
-        self.key, self.queue_handler, self.listener, self.file_handler = key, queue_handler, listener, file_handler
+    """The file of this process: a bounded queue of lines and one thread writing them with
+    concurrent-log-handler, as many as are waiting at a time (one lock, one write)."""
+
+    def __init__(self, key: tuple, file_handler: logging.Handler | None):
+        self.key, self.file_handler = key, file_handler
+        self.lines: queue.Queue = queue.Queue(settings.CRAWLER_CRAWL_LOG_BUFFER)
+        self.dropped = 0  # lines the queue had no room for
+        self.reported = 0  # of those, how many the writer has logged a warning about
         self.failed_reported = 0
+        self.thread = None
+        if file_handler is not None:
+            self.thread = threading.Thread(target=self._write_lines, name="crawl-log-file", daemon=True)
+            self.thread.start()
+
+    def put(self, line: str) -> None:
+        try:
+            self.lines.put_nowait(line)
+        except queue.Full:
+            self.dropped += 1
+
+    def _write_lines(self) -> None:
+        # A batch at most a quarter of a file: a file ends at most that far past its size.
+        max_chars = max(1, min(WRITE_BATCH_CHARS, self.key[2] // 4)) if self.key[2] else WRITE_BATCH_CHARS
+        while True:
+            batch = [self.lines.get()]
+            chars = len(batch[0]) if batch[0] is not _STOP else 0
+            while chars < max_chars:
+                try:
+                    line = self.lines.get_nowait()
+                except queue.Empty:
+                    break
+                batch.append(line)
+                chars += len(line) if line is not _STOP else 0
+            lines = [line for line in batch if line is not _STOP]
+            try:
+                if lines:
+                    with stagetime.stage("crawl_log"):
+                        self.file_handler.handle(logging.makeLogRecord(
+                            {"name": LOGGER_NAME, "levelno": logging.INFO, "levelname": "INFO", "msg": "\n".join(lines)}))
+            finally:
+                for _ in batch:
+                    self.lines.task_done()
+            if len(lines) < len(batch):
+                return
+
+    def stop(self) -> None:
+        """Write what is queued and stop the thread (bounded: a stuck disk keeps its lines)."""
+        if self.thread is None:
+            return
+        try:
+            self.lines.put(_STOP, timeout=5.0)
+        except queue.Full:
+            return  # the thread is stuck on the disk: leave it (a daemon) its file
+        self.thread.join(5.0)
 
 
 _file_lock = threading.Lock()
@@ -222,39 +292,35 @@ def _file_key() -> tuple:
             settings.CRAWLER_CRAWL_LOG_BACKUPS)
 
 
-def _file_handler() -> _DroppingQueueHandler | None:
-    """This process's queue handler for the file, set up on first use; None: no file."""
+def _file_writer() -> _FileLog | None:
+    """This process's file writer, set up on first use; None: no file."""
     key = _file_key()
     current = _file
     if current is not None and current.key == key:
-        return current.queue_handler if current.listener is not None else None
+        return current if current.thread is not None else None
     with _file_lock:
         if _file is None or _file.key != key:
             _reopen(key)
-        return _file.queue_handler if _file.listener is not None else None
+        return _file if _file.thread is not None else None
 
 
 def _reopen(key: tuple) -> None:
     global _file
     _close(inherited=_file is not None and _file.key[0] != key[0])
     pid, path, max_bytes, backups = key
-    queue_handler = _DroppingQueueHandler(queue.Queue(settings.CRAWLER_CRAWL_LOG_BUFFER))
-    listener = file_handler = None
+    file_handler = None
     if path:
         try:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             file_handler = _FileHandler(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+            file_handler.setFormatter(logging.Formatter("%(message)s"))
         except OSError:  # once per process and setting: the crawl goes on without the file
             log.exception("the crawl log file %s cannot be opened; lines are not written", path)
-            path = ""
-    if path:
-        file_handler.setFormatter(logging.Formatter("%(message)s"))
-        listener = logging.handlers.QueueListener(queue_handler.queue, file_handler)
-        listener.start()
-        crawl_logger.addHandler(queue_handler)
+            file_handler = None
+    if file_handler is not None:
         crawl_logger.setLevel(logging.INFO)
         crawl_logger.propagate = False  # a line per request is not for the console
-    _file = _FileLog(key, queue_handler, listener, file_handler)
+    _file = _FileLog(key, file_handler)
 
 
 def _close(inherited: bool = False) -> None:
@@ -264,13 +330,8 @@ def _close(inherited: bool = False) -> None:
     current, _file = _file, None
     if current is None:
         return
-    crawl_logger.removeHandler(current.queue_handler)
-    if current.listener is not None and not inherited:
-        _wait_written(current, 5.0)
-        try:
-            current.listener.stop()
-        except queue.Full:  # lines arrived meanwhile and filled it: leave the (daemon) thread its file
-            return
+    if not inherited:
+        current.stop()
     if current.file_handler is not None:
         current.file_handler.close()
 
@@ -278,15 +339,15 @@ def _close(inherited: bool = False) -> None:
 def flush(timeout: float = 5.0) -> bool:
     """Wait until the lines queued so far are in the file (the writer calls it on close)."""
     current = _file
-    if current is None or current.listener is None or current.key[0] != os.getpid():
+    if current is None or current.thread is None or current.key[0] != os.getpid():
         return True
     return _wait_written(current, timeout)
 
 
 def _wait_written(current: _FileLog, timeout: float) -> bool:
     """Queue.join() with a timeout: wait on the condition join() waits on, which the
-    listener's task_done() notifies when the last queued line is written."""
-    lines = current.queue_handler.queue
+    writing thread's task_done() notifies when the last queued line is written."""
+    lines = current.lines
     deadline = time.monotonic() + timeout
     with lines.all_tasks_done:
         while lines.unfinished_tasks:
@@ -309,18 +370,17 @@ atexit.register(close)  # the embedded crawler's last lines; a Celery child also
 def dropped_lines() -> int:
     """Lines the file's queue had no room for, in this process."""
     current = _file
-    return current.queue_handler.dropped if current is not None else 0
+    return current.dropped if current is not None else 0
 
 
 def _report_dropped_lines() -> None:
     current = _file
     if current is None:
         return
-    handler = current.queue_handler
-    if handler.dropped > handler.reported:
+    if current.dropped > current.reported:
         log.warning("%d crawl log lines were not written: the file's queue (CRAWLER_CRAWL_LOG_BUFFER=%d) was full",
-                    handler.dropped - handler.reported, settings.CRAWLER_CRAWL_LOG_BUFFER)
-        handler.reported = handler.dropped
+                    current.dropped - current.reported, settings.CRAWLER_CRAWL_LOG_BUFFER)
+        current.reported = current.dropped
     failed = current.file_handler.failed if current.file_handler is not None else 0
     if failed > current.failed_reported:
         log.warning("%d crawl log lines could not be written to %s", failed - current.failed_reported, current.key[1])

@@ -39,12 +39,13 @@ from dataclasses import dataclass, field
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from console import liveness
+from console import instruments, liveness
 from crawlerweb.dbconn import reset_connection
 from frontier import service as frontier
 from frontier.limits import LIMITS_RECHECK_SECONDS
 
-from .session import HostSession
+from .parsepool import ParsePool
+from .session import PARKED, HostSession
 from .writer import Writer
 
 log = logging.getLogger(__name__)
@@ -60,8 +61,10 @@ class EngineStats:
 
 
 class SessionEngine:
-    def __init__(self, fetch_threads: int | None = None, max_sessions: int | None = None, name: str = "engine"):
+    def __init__(self, fetch_threads: int | None = None, max_sessions: int | None = None, name: str = "engine",
+                 parse_processes: int = 0):
         self.fetch_threads = fetch_threads or settings.CRAWLER_FETCH_THREADS
+        self.parse_processes = parse_processes
         self.max_sessions = max_sessions or settings.CRAWLER_SESSIONS_PER_PROCESS
         self.name = name
         self.worker = f"{socket.gethostname()}/{name}"  # names the requests' sender (crawl log, metrics)
@@ -84,12 +87,15 @@ class SessionEngine:
         self._threads: list[threading.Thread] = []
         self._intake_thread: threading.Thread | None = None
         self.writer: Writer | None = None
+        self.pool: ParsePool | None = None
 
     # --- life ---------------------------------------------------------------------------
 
     def start(self) -> "SessionEngine":
         _raise_open_files_limit(self.max_sessions + self.fetch_threads + 64)
-        self.writer = Writer(on_release=self._released)
+        if self.parse_processes:
+            self.pool = ParsePool(self.parse_processes)
+        self.writer = Writer(on_release=self._released, on_more_urls=self._more_urls)
         for i in range(self.fetch_threads):
             self._spawn(f"fetch-{i}", self._fetch_loop)
         self._intake_thread = self._spawn("intake", self._intake_loop)
@@ -114,6 +120,9 @@ class SessionEngine:
             session.finish("stopped")
         if self.writer is not None:
             self.writer.close(max(1.0, deadline - time.monotonic()))
+        if self.pool is not None:
+            self.pool.close()
+        instruments.export_stage_times()  # the last writes' share, before a worker process exits
         for thread in self._threads:
             thread.join(timeout=1.0)
 
@@ -172,36 +181,47 @@ class SessionEngine:
                         self._arrived.wait()
                     if not self._intake:
                         return
-                    kind, lease = self._intake.popleft()
-                    if kind == "open" and self._stopping:
-                        self._opening -= 1
-                        kind = "give_back"
+                    items, self._intake = list(self._intake), deque()
+                    if self._stopping:
+                        self._opening -= sum(1 for kind, _ in items if kind == "open")
+                        items = [("give_back", lease) for _, lease in items]
                 close_old_connections()
-                if kind == "open":
-                    self._open(lease)
-                else:
-                    _guarded(frontier.release_host, lease.host_id, lease.token, None, leased_address=lease.address)
+                opening = [lease for kind, lease in items if kind == "open"]
+                if opening:
+                    self._open(opening)
+                for kind, lease in items:
+                    if kind == "give_back":
+                        _guarded(frontier.release_host, lease.host_id, lease.token, None,
+                                 leased_address=lease.address)
         finally:
             connection.close()
 
-    def _open(self, lease: frontier.Lease) -> None:
-        session = None
+    def _open(self, leases: list[frontier.Lease]) -> None:
+        """Open the sessions of the leases handed in meanwhile: every lease confirmed and
+        every URL read in two statements, however many there are."""
+        sessions = []
         try:
-            host = frontier.begin_lease(lease.host_id, lease.token)
-            if host is not None:  # else expired or taken over: another worker owns the host now
-                session = HostSession(lease, host, frontier.queued_urls(lease.url_ids), self.writer.put,
-                                      worker=self.worker)
-        except Exception:  # the database is away: the lease expires by itself
-            log.exception("could not open the session for host %s", lease.host_id)
+            hosts = frontier.begin_leases([(lease.host_id, lease.token) for lease in leases])
+            # A lease not confirmed expired or was taken over: another worker owns the host now.
+            urls = {queued.id: queued for queued in frontier.queued_urls(
+                [url_id for lease in leases if lease.host_id in hosts for url_id in lease.url_ids])}
+            for lease in leases:
+                if lease.host_id in hosts:
+                    sessions.append(HostSession(lease, hosts[lease.host_id],
+                                                [urls[i] for i in lease.url_ids if i in urls], self.writer.put,
+                                                worker=self.worker, pool=self.pool))
+        except Exception:  # the database is away: the leases expire by themselves
+            log.exception("could not open the sessions of %d leases", len(leases))
             reset_connection()
+            sessions = []
         with self._lock:
-            self._opening -= 1
-            if session is not None:
-                self._sessions[lease.host_id] = session
+            self._opening -= len(leases)
+            now = time.monotonic()
+            for session in sessions:
+                self._sessions[session.host_id] = session
                 self.stats.sessions += 1
-                self._push(time.monotonic(), session)
-            else:
-                self._changed.notify_all()
+                self._push(now, session)
+            self._changed.notify_all()
 
     def wait_for_change(self, timeout: float) -> None:
         """Sleep until a session's host is released (it may have more work) or `timeout` passes."""
@@ -252,7 +272,7 @@ class SessionEngine:
                 when = self._step(session)
                 with self._lock:
                     self._running -= 1
-                    if when is not None and not self._stopping:
+                    if when is not None and when is not PARKED and not self._stopping:
                         self._push(when, session)
                     if self._stopping:
                         self._changed.notify_all()
@@ -270,6 +290,16 @@ class SessionEngine:
                 self.stats.errors += 1
             session.finish("error")
             return None
+
+    def _more_urls(self, wanted, urls: list) -> None:
+        """The writer found (or did not find) more URLs for a parked session: it goes on
+        (and ends at its next step if there were none)."""
+        with self._lock:
+            session = self._sessions.get(wanted.host_id)
+            if session is None or session.lease.token != wanted.token or session.ended or self._stopping:
+                return
+            session.more_urls(urls)
+            self._push(time.monotonic(), session)
 
     def _released(self, ended) -> None:
         """The writer released a session's host (after storing its URLs)."""
@@ -309,6 +339,7 @@ class SessionEngine:
                     self._renew(sessions)
                 _guarded(frontier.current_limits)
                 liveness.beat(kind, self.worker, **load)
+                instruments.export_stage_times()
             liveness.beat(kind, self.worker, stopped=True, **load)  # a clean stop, not a death
         finally:
             connection.close()

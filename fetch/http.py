@@ -42,6 +42,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import connection as urllib3_connection
 
+from crawlerweb import stagetime
 from crawlerweb.netpolicy import AllowedNetwork
 from frontier.vocabulary import FetchError
 
@@ -238,6 +239,7 @@ def request_headers() -> dict[str, str]:
 _ACCEPT_ENCODING = urllib3.util.make_headers(accept_encoding=True)["accept-encoding"]
 
 
+@stagetime.timed("fetch")
 def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = False,
           body_types: tuple[str, ...] | None = None, via: HostConnection | None = None,
           conditional: dict[str, str] | None = None) -> FetchResult:

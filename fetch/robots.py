@@ -20,6 +20,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from crawlerweb import stagetime
 from frontier import service as frontier
 from frontier.robots_state import RobotsVerdict, classify, unreachable
 from frontier.vocabulary import FetchError
@@ -35,6 +36,7 @@ class RobotsPolicy:
     allow_all: bool = False
     disallow_all: bool = False
 
+    @stagetime.timed("robots")
     def allows(self, url: str) -> bool:
         if self.allow_all:
             return True
@@ -47,6 +49,7 @@ def product_token() -> str:
     return (settings.CRAWLER_ROBOTS_TOKEN or robotstxt.product_token(settings.CRAWLER_USER_AGENT)).lower()
 
 
+@stagetime.timed("robots")
 def read(body: str) -> robotstxt.RobotsFile:
     return robotstxt.parse(body, product_token())
 

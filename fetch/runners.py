@@ -28,6 +28,7 @@ from console.models import ProcessKind
 from frontier import service as frontier
 
 from .engine import SessionEngine
+from .parsepool import default_processes
 from .queues import dispatch_room, queue_for
 from .tasknames import SESSION_TASK, session_task_name  # the host in the name Flower shows
 
@@ -85,7 +86,7 @@ def run_embedded(threads: int | None = None, progress=None, max_seconds: float |
     stats = RunStats()
     stop = stop or threading.Event()
     started, cpu_started = time.monotonic(), time.process_time()
-    engine = SessionEngine(fetch_threads=threads, name="embedded").start()
+    engine = SessionEngine(fetch_threads=threads, name="embedded", parse_processes=default_processes(embedded=True)).start()
     idle = IdlePolicy()
     beat = _InProcessBeat() if continuous else None
     try:
@@ -174,6 +175,7 @@ def run_dispatcher(name: str, app, stop: threading.Event) -> None:
             log.exception("dispatch round failed")
             sent = 0
         heartbeat(ProcessKind.DISPATCHER, name, leased=sent)  # throttled, never raises (console/liveness.py)
+        instruments.export_stage_times()
         if sent:
             idle.reset()
         else:
@@ -196,7 +198,8 @@ def worker_engine() -> SessionEngine:
     global _engine_of
     with _engine_lock:
         if _engine_of is None or _engine_of[0] != os.getpid():
-            _engine_of = (os.getpid(), SessionEngine(name=f"worker-{os.getpid()}").start())
+            _engine_of = (os.getpid(), SessionEngine(name=f"worker-{os.getpid()}",
+                                                     parse_processes=default_processes(embedded=False)).start())
         return _engine_of[1]
 
 

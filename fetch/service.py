@@ -64,6 +64,15 @@ class Results:
         self.pages.extend(other.pages)
         self.redirects.extend(other.redirects)
 
+    def url_ids(self) -> list[int]:
+        return ([report.url_id for report, _ in self.reports] + [page.url_id for page, _, _ in self.pages]
+                + [redirect.url_id for redirect in self.redirects])
+
+    def split(self) -> list["Results"]:
+        """One Results per URL."""
+        return ([Results(reports=[report]) for report in self.reports] + [Results(pages=[page]) for page in self.pages]
+                + [Results(redirects=[redirect]) for redirect in self.redirects])
+
 
 def robots_failure(robots_error: str) -> str:
     """The outcome of a URL that could not be tried because robots.txt gave no verdict.
@@ -75,45 +84,77 @@ def robots_failure(robots_error: str) -> str:
     return FetchError.ROBOTS_UNAVAILABLE
 
 
-def fetch_one(results: Results, queued: frontier.QueuedUrl,
-              via: http.HostConnection | None = None) -> tuple[http.FetchResult, float | None]:
+@dataclass
+class Analysis:
+    """What a response means for the crawl, worked out with no database and no file:
+    pure CPU, so a parse pool process (fetch/parsepool.py) may do it."""
+
+    revisit: str = ""  # the WARC revisit profile when the response repeats the archived one
+    records: list = field(default_factory=list)  # WARC records to append (archive.build)
+    page: indexer.PreparedPage | None = None  # a 2xx page, parsed and fingerprinted
+    observation: str = ""  # what a 2xx revisit saw of the text (an Observation)
+    body_hash: str | None = None  # of a 2xx body
+    failed: str = ""  # the analysis broke (parse_failed): the response is archived, not used
+
+
+def analyse(result: http.FetchResult, queued: frontier.QueuedUrl) -> Analysis:
+    """The CPU-heavy half of fetch_one(): hash, archive records, parse, fingerprint, compare
+    with the stored copy, and the search backend's analysis of a page to be stored."""
+    status = result.status
+    body_hash = indexer.content_hash(result.body) if status is not None and 200 <= status < 300 else None
+    if status == 304 or (body_hash is not None and _same_payload(result, body_hash, queued)):
+        profile = archive.NOT_MODIFIED if status == 304 else archive.IDENTICAL_PAYLOAD
+        observation = Observation.NOT_MODIFIED if status == 304 else Observation.UNCHANGED
+        return Analysis(profile, archive.build_revisit(result, profile, queued.payload_at), None, observation,
+                        body_hash)
+    analysis = Analysis(records=archive.build(result), body_hash=body_hash)
+    if result.error or status is None or not 200 <= status < 300:
+        return analysis
+    page = indexer.prepare_page(queued.id, queued.url, status, result.content_type, result.charset, result.body,
+                                body_hash=body_hash)
+    analysis.page, analysis.observation = page, indexer.compare_text(queued.text_hash, queued.simhash,
+                                                                     page.fingerprint)
+    if analysis.observation not in (Observation.UNCHANGED, Observation.NOISE):
+        indexer.prepare_index(page)
+    return analysis
+
+
+def fetch_one(results: Results, queued: frontier.QueuedUrl, via: http.HostConnection | None = None,
+              pool=None) -> tuple[http.FetchResult, float | None]:
     """Fetch and parse one URL into `results` (no database access). Returns the raw result
     and the Retry-After it asked for (429/503), if any. A failed resolver records
-    nothing: the URL waits.
+    nothing: the URL waits. `pool`: a parse pool to analyse the response in (else here).
 
     A revisit is a conditional GET (the validators the last response gave). What it saw
     is an observation for the change-rate estimate: a 304, or a 200 with the same bytes
     (both archived as revisit records, nothing parsed or stored), or a 200 whose text is
     the same or moved only by noise (archived in full; the stored copy, its index entry
     and its links stay), or a change (stored like a new page)."""
-    url_id, url, attempts = queued.id, queued.url, queued.attempts
-    result = http.fetch(url, body_types=indexer.HTML_TYPES, via=via, conditional=conditional_headers(queued))
+    url_id, attempts = queued.id, queued.attempts
+    result = http.fetch(queued.url, body_types=indexer.HTML_TYPES, via=via, conditional=conditional_headers(queued))
     if result.error == FetchError.DNS_UNAVAILABLE:
         return result, None
+    analysis = pool.analyse(result, queued) if pool is not None else analyse(result, queued)
     status = result.status
-    body_hash = indexer.content_hash(result.body) if status is not None and 200 <= status < 300 else None
-    if status == 304 or (body_hash is not None and _same_payload(result, body_hash, queued)):
-        # an OSError (disk full) ends the session: its URLs wait
-        profile = archive.NOT_MODIFIED if status == 304 else archive.IDENTICAL_PAYLOAD
-        archive.record_revisit(result, profile, queued.payload_at)
-        observation = Observation.NOT_MODIFIED if status == 304 else Observation.UNCHANGED
-        results.reports.append((FetchReport(url_id, status=status, detail=observation, **_observed(result, observation)),
-                                attempts))
+    archived = archive.append(analysis.records)  # an OSError (disk full) ends the session: its URLs wait
+    if analysis.revisit:
+        results.reports.append((FetchReport(url_id, status=status, detail=analysis.observation,
+                                            **_observed(result, analysis.observation)), attempts))
         return result, None
-    archived = archive.record(result)
     if result.error or status is None:
         results.reports.append((FetchReport(url_id, status=status, error=result.error or FetchError.NO_RESPONSE),
                                 attempts))
         return result, None
     if 200 <= status < 300:
-        page = indexer.prepare_page(url_id, url, status, result.content_type, result.charset, result.body,
-                                    archived=archived, body_hash=body_hash)
-        observation = indexer.compare_text(queued.text_hash, queued.simhash, page.fingerprint)
-        if observation in (Observation.UNCHANGED, Observation.NOISE):  # the stored copy stands
+        page, observation = analysis.page, analysis.observation
+        if analysis.failed:
+            results.reports.append((FetchReport(url_id, status=status, detail=analysis.failed), attempts))
+        elif observation in (Observation.UNCHANGED, Observation.NOISE):  # the stored copy stands
             results.reports.append((FetchReport(url_id, status=status, detail=observation,
                                                 content_hash=page.content_hash, started_at=result.started_at,
                                                 **_observed(result, observation)), attempts))
         else:
+            page.archived = archived
             results.pages.append((page, queued, Visit(observation, *_validators(result), result.started_at)))
         return result, None
     if 300 <= status < 400:

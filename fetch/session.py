@@ -33,6 +33,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from crawlerweb import stagetime
 from frontier import pacing, politeness
 from frontier import service as frontier
 from frontier.outcomes import FetchReport
@@ -51,6 +52,9 @@ class Wait:
 @dataclass(frozen=True)
 class End:
     reason: str
+
+
+PARKED = "parked"  # step()'s answer while the session waits for more URLs (the writer brings them)
 
 
 SETTLED = "settled"  # the URL is done without a request; go to the next one
@@ -72,6 +76,17 @@ class RobotsFetched:
 
 
 @dataclass
+class MoreUrlsWanted:
+    """A session has fetched what it was given: once everything before this is stored (its
+    last pages' links among it), the writer looks for more of its host's due URLs."""
+
+    host_id: int
+    token: str
+    taken: frozenset  # the URLs it had: never given twice (one whose result failed to store stays queued)
+    limit: int
+
+
+@dataclass
 class SessionEnded:
     host_id: int
     token: str
@@ -84,11 +99,14 @@ class SessionEnded:
 
 class HostSession:
     def __init__(self, lease: frontier.Lease, host: frontier.HostView, urls: list[frontier.QueuedUrl], sink,
-                 now: float | None = None, worker: str = ""):
+                 now: float | None = None, worker: str = "", pool=None):
         now = time.monotonic() if now is None else now
         self.lease, self.host, self.sink = lease, host, sink
+        self.pool = pool  # the engine's parse pool (fetch/parsepool.py), or None: analyse here
         self.worker = worker  # who sends the requests (the crawl log's worker field)
         self.urls = deque(urls)
+        self.taken = {queued.id for queued in urls}
+        self.exhausted = False  # asked the writer for more URLs and got none: end when these are done
         self.clock = pacing.HostClock(host.crawl_delay, host.response_time, host.failures)
         self.window_end = now + settings.CRAWLER_SESSION_SECONDS
         self.lease_until = now + settings.CRAWLER_LEASE_SECONDS  # moved on by the lease keeper
@@ -107,6 +125,7 @@ class HostSession:
 
     # --- the engine calls these -----------------------------------------------------------
 
+    @stagetime.timed("session")
     def step(self) -> float | None:
         """Go as far as possible without waiting: until one request is made, a wait is
         needed, or the session is over. Returns when to call again (monotonic), or None."""
@@ -115,8 +134,33 @@ class HostSession:
             outcome = self._next_url()
         if isinstance(outcome, Wait):
             return outcome.until
+        if outcome == End("done") and self._want_more():
+            return PARKED
         self.finish(outcome.reason)
         return None
+
+    def _want_more(self) -> bool:
+        """One visit, one connection: a session that ran out of URLs asks for its host's
+        URLs discovered meanwhile (often by its own pages) while its window, its lease and
+        CRAWLER_SESSION_MAX_URLS allow, instead of leaving them to a new session that would
+        pay a lease cycle and a new connection. The writer answers (more_urls)."""
+        room = settings.CRAWLER_SESSION_MAX_URLS - len(self.taken)
+        now = time.monotonic()
+        if self.exhausted or self.lost or room <= 0 or self.policy is None:
+            return False
+        cycle = max(self.clock.delay + (self.clock.response_time or 0.0), 0.01)
+        fits = int((self.window_end - max(now, self.clock.next_request_at())) / cycle)
+        if fits <= 0:
+            return False
+        self.sink(MoreUrlsWanted(self.host_id, self.lease.token, frozenset(self.taken), min(room, fits)))
+        return True
+
+    def more_urls(self, urls: list) -> None:
+        """The writer's answer to MoreUrlsWanted (the engine calls it, the session parked)."""
+        urls = [queued for queued in urls if queued.id not in self.taken]
+        self.taken.update(queued.id for queued in urls)
+        self.urls.extend(urls)
+        self.exhausted = not urls
 
     def finish(self, reason: str) -> None:
         """End the session: its end goes to the writer after its URLs, which releases the
@@ -299,7 +343,7 @@ def clock_allows(session: HostSession, queued) -> Wait | End | None:
 
 def fetch(session: HostSession, queued: frontier.QueuedUrl) -> str | End:
     results = Results()
-    result, retry_after = fetch_one(results, queued, via=session.connection)
+    result, retry_after = fetch_one(results, queued, via=session.connection, pool=session.pool)
     session._saw(result, retry_after)
     session._observed(result, "page", queued.id, queued.attempts + 1, retry_after)
     if result.error == FetchError.DNS_UNAVAILABLE:  # nothing recorded: the URL waits for the resolver

@@ -10,10 +10,15 @@ Order is kept: items are written in the order they arrived, so a host's robots.t
 URLs are stored before the host is released (a session puts its end after its URLs), and
 no other session can lease the host and fetch a URL again before its result is in.
 
-If a group cannot be written, each host's part is written alone, so one bad page costs
-only its own host's results (their URLs stay queued and are fetched again); the hosts are
+If a group cannot be written, each host's part is written alone, then each URL's, so one
+bad page costs only its own result: a URL the database refuses is settled as a dead letter
+(a poisoned row must not be fetched and fail again forever), and while the database is
+away nothing is settled and the URLs stay queued, to be fetched again; the hosts are
 released either way. What is still waiting when the process dies is lost: those URLs are
-still queued, and the next session (after the lease expires) fetches them again. The
+still queued, and the next session (after the lease expires) fetches them again.
+
+After the results of a group, the writer answers the sessions that ran out of URLs
+(MoreUrlsWanted): their hosts' due URLs found now, their own pages' links among them. The
 queue is bounded (CRAWLER_COMMIT_MAX_PENDING_PAGES): when the database falls behind,
 sessions wait for it instead of filling memory.
 
@@ -28,32 +33,34 @@ import time
 from collections import defaultdict, deque
 
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import InterfaceError, OperationalError, close_old_connections, connection
 
 from crawlerweb.dbconn import reset_connection
 from frontier import service as frontier
 
 from . import crawllog, robots
 from .service import Results, store
-from .session import RobotsFetched, SessionEnded, UrlsDone
+from .session import MoreUrlsWanted, RobotsFetched, SessionEnded, UrlsDone
 
 log = logging.getLogger(__name__)
 
 
 class Writer:
     def __init__(self, interval: float | None = None, group_pages: int | None = None,
-                 max_pending_pages: int | None = None, on_release=None):
+                 max_pending_pages: int | None = None, on_release=None, on_more_urls=None):
         self.interval = settings.CRAWLER_COMMIT_INTERVAL if interval is None else interval
         self.group_pages = group_pages or settings.CRAWLER_COMMIT_GROUP_PAGES
         self.max_pending = max_pending_pages or settings.CRAWLER_COMMIT_MAX_PENDING_PAGES
         self.on_release = on_release  # called with each SessionEnded once its host is released
+        self.on_more_urls = on_more_urls  # called with each MoreUrlsWanted and the URLs found (maybe none)
         self._cond = threading.Condition()
         self._items: deque = deque()
         self._pending_pages = 0
         self._writing = False
         self._closing = False
         self._flushing = 0  # someone waits for everything to be written: do not gather
-        self.errors = 0  # groups or hosts whose results could not be stored
+        self._tuned = None  # the database connection set to commit asynchronously
+        self.errors = 0  # stores that failed (a group, a host's part, a URL's result)
         self.crawl_log_errors = 0  # groups whose crawl log entries could not be stored
         self.groups = 0
         self.pages = 0
@@ -143,22 +150,32 @@ class Writer:
 
     def _write(self, group: list) -> None:
         close_old_connections()
+        self._commit_asynchronously()
         for item in group:
             if isinstance(item, RobotsFetched):
                 self._guarded(robots.save, item.host_id, item.answer)
         done = [item for item in group if isinstance(item, UrlsDone)]
         if done:
             self._store(done)
-        for item in group:
-            if isinstance(item, SessionEnded):
-                self._guarded(frontier.release_host, item.host_id, item.token, None,
-                              leased_address=item.leased_address, update=item.update)
+        for item in group:  # after the stores: the sessions' last pages' links are in
+            if isinstance(item, MoreUrlsWanted) and self.on_more_urls:
+                found = self._guarded(frontier.more_urls, item.host_id, item.token, item.taken, item.limit)
+                self.on_more_urls(item, found or [])
+        ended = [item for item in group if isinstance(item, SessionEnded)]
+        if ended:
+            self._guarded(frontier.release_hosts, [(i.host_id, i.token, i.leased_address, i.update) for i in ended])
+            for item in ended:
                 if self.on_release:
                     self.on_release(item)
         self._store_crawl_log()
         self.groups += 1
 
     def _store(self, done: list[UrlsDone]) -> None:
+        """Store a group's results; if that fails, each host's part alone, then each URL's
+        alone: what can be stored is, and a URL whose own result cannot be (a poisoned row)
+        is settled as a dead letter rather than fetched and failed again forever. When the
+        database is away (a lost connection, a deadlock: OperationalError) nothing is
+        settled: the URLs stay queued and are fetched again."""
         merged = Results()
         for item in done:
             merged.extend(item.results)
@@ -166,18 +183,44 @@ class Writer:
             store(merged)
             self.pages += len(merged.pages)
             return
-        except Exception:
-            if len({item.host_id for item in done}) == 1:
-                log.exception("results of host %s could not be stored; its URLs stay queued", done[0].host_id)
-                self.errors += 1
-                reset_connection()
-                return
+        except Exception as exc:
             reset_connection()
-        by_host = defaultdict(list)  # the group failed: each host's part alone
-        for item in done:
-            by_host[item.host_id].append(item)
-        for items in by_host.values():
-            self._store(items)
+            self.errors += 1
+            url_ids = merged.url_ids()
+            if isinstance(exc, (OperationalError, InterfaceError)):  # the database is away: the URLs wait
+                log.exception("%d results could not be stored; their URLs stay queued", len(url_ids))
+                return
+            if len(url_ids) == 1:
+                log.exception("the result of URL %s could not be stored; settling it as a dead letter", url_ids[0])
+                self._guarded(frontier.settle_unstorable, url_ids, f"store_failed:{type(exc).__name__}")
+                return
+            log.warning("%d results of %d hosts could not be stored together (%s); storing them apart",
+                        len(url_ids), len({item.host_id for item in done}), exc)
+        hosts = {item.host_id for item in done}
+        if len(hosts) > 1:  # each host's part alone
+            by_host = defaultdict(list)
+            for item in done:
+                by_host[item.host_id].append(item)
+            for items in by_host.values():
+                self._store(items)
+            return
+        for part in merged.split():  # one host: each URL alone
+            self._store([UrlsDone(done[0].host_id, part)])
+
+    def _commit_asynchronously(self) -> None:
+        """On PostgreSQL, the writer's commits do not wait for the WAL to reach the disk
+        (CRAWLER_DB_ASYNC_COMMIT): a crash of the database machine loses at most its last
+        few hundred milliseconds of them, and everything they held is fetched again. The
+        lost commits are a suffix, in order: a page's record is never kept while the links
+        it found (committed before it) are lost, and this process forgets its seen-cache
+        when its connection breaks (frontier/seen.py). Leases stay synchronous."""
+        if connection.vendor != "postgresql" or not settings.CRAWLER_DB_ASYNC_COMMIT:
+            return
+        connection.ensure_connection()
+        if self._tuned is not connection.connection:
+            with connection.cursor() as cursor:
+                cursor.execute("SET synchronous_commit = off")
+            self._tuned = connection.connection
 
     def _store_crawl_log(self) -> None:
         try:
@@ -188,13 +231,14 @@ class Writer:
             self.crawl_log_errors += 1
             reset_connection()
 
-    def _guarded(self, action, *args, **kwargs) -> None:
+    def _guarded(self, action, *args, **kwargs):
         try:
-            action(*args, **kwargs)
+            return action(*args, **kwargs)
         except Exception:  # the lease expires by itself; never stop the writer
             log.exception("%s failed", getattr(action, "__name__", action))
             self.errors += 1
             reset_connection()
+            return None
 
 
 def _pages(item) -> int:

@@ -138,7 +138,8 @@ def test_an_archive_that_cannot_be_written_ends_the_session_and_keeps_its_urls(s
 def test_a_group_that_cannot_be_written_is_written_again_host_by_host(settings):
     """Group commit: one host's results that cannot be stored (here: a document for a URL
     that does not exist) fail the group's transaction; each host's part is then written
-    alone, so only that host's URL stays queued, and both hosts are released."""
+    alone (and a failing one URL by URL), so only that host's URL stays queued, and both
+    hosts are released."""
     from fetch import service as fetch_service
     from fetch.session import SessionEnded, UrlsDone
     from fetch.writer import Writer
@@ -168,7 +169,51 @@ def test_a_group_that_cannot_be_written_is_written_again_host_by_host(settings):
     finally:
         for srv, _, _ in servers:
             srv.shutdown()
-    assert writer.groups == 1 and writer.errors == 1
+    assert writer.groups == 1 and writer.errors == 2  # the group, then the bad host's one result
     assert dict(Url.objects.values_list("url", "state")) == {good: "fetched", bad: "queued"}
     assert [ended.host_id for ended in released] == [lease.host_id for lease in leases]
     assert not Host.objects.filter(leased_until__isnull=False).exists()
+
+
+def test_a_result_the_database_refuses_is_settled_as_a_dead_letter_and_the_rest_stored(settings, monkeypatch):
+    """A poisoned row cannot stall its batch, nor come back forever: the batch is stored
+    URL by URL, the one result that still fails is settled (failed, in the dead-letter
+    table, with the reason) and the host's other URLs are stored."""
+    from fetch import service as fetch_service
+    from fetch.session import SessionEnded, UrlsDone
+    from fetch.writer import Writer
+
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0
+    srv, _, origin = serve(200)
+    try:
+        service.add_seeds([f"{origin}/a", f"{origin}/poison", f"{origin}/c"])
+        (lease,) = service.lease_ready_hosts("t", 1)
+        items = []
+        for queued in service.queued_urls(lease.url_ids):
+            results = fetch_service.Results()
+            fetch_service.fetch_one(results, queued)
+            items.append(results)
+        poison = Url.objects.get(url=f"{origin}/poison").id
+        real_store_pages = fetch_service.indexer.store_pages
+
+        def refuse_the_poison(pages):
+            if any(page.url_id == poison for page in pages):
+                raise ValueError("value too long for type character varying(100)")
+            return real_store_pages(pages)
+
+        monkeypatch.setattr(fetch_service.indexer, "store_pages", refuse_the_poison)
+        writer = Writer(interval=5.0, group_pages=64)
+        merged = fetch_service.Results()
+        for results in items:
+            merged.extend(results)
+        writer.put(UrlsDone(lease.host_id, merged))
+        writer.put(SessionEnded(lease.host_id, lease.token, "", service.HostUpdate(timezone.now()), 3, 1, "done"))
+        writer.close()
+    finally:
+        srv.shutdown()
+    assert dict(Url.objects.values_list("url", "state")) == {
+        f"{origin}/a": "fetched", f"{origin}/poison": "failed", f"{origin}/c": "fetched"}
+    assert list(DeadLetter.objects.values_list("url__url", "reason")) == [(f"{origin}/poison", "store_failed:ValueError")]
+    assert not Host.objects.filter(leased_until__isnull=False).exists()
+

@@ -9,6 +9,7 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from console import instruments
+from crawlerweb import stagetime
 from fetch import archive
 from fetch.runners import run_embedded
 from frontier import service as frontier
@@ -83,6 +84,7 @@ class Command(BaseCommand):
             connections=stats.connections,
             sessions_ended=stats.ended,
             errors=stats.errors,
+            stage_cpu_seconds={name: round(seconds, 3) for name, seconds in stagetime.totals().items()},
         )
         summary["documents"] = document_counts()
         summary["archive"] = archive.disk_usage()

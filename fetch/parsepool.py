@@ -1,0 +1,173 @@
+"""The parse pool: the database-free, CPU-heavy half of each page (fetch/service.py's
+analyse(): hashing, WARC records, HTML parsing, text, fingerprints, the search backend's
+analysis) done in a few worker processes, so that one crawling process uses every core.
+
+Why processes: the embedded crawler is one Python process, and one interpreter lock lets
+one thread run Python at a time; its fetch threads wait on the network in parallel but
+parse one after another. In a worker process the analysis runs beside the engine's
+threads. (A Celery worker's prefork pool is already a process per core: its engines keep
+the analysis inline, CRAWLER_PARSE_PROCESSES decides.)
+
+How: each worker process is a child with a pipe. A fetch thread takes an idle child, sends
+it the response (pickled), waits for the answer (waiting on a pipe holds no lock), and
+gives the child back. One page per child at a time, so a page that kills its child (a
+parser crash) or hangs it past CRAWLER_PARSE_TIMEOUT is known exactly: that child is
+killed and replaced, and the page is settled as "parse_failed" (archived, not parsed) in
+bounded time; no other page is touched. Children start in the background ("spawn": a
+fresh interpreter, never a fork of a process with threads) with the parent's settings;
+until one is ready the fetch threads analyse pages themselves, so a crawl never waits for
+the pool to start. Once children run, a fetch thread waits for an idle one: the parent's
+own work (HTTP, the writer, the engine) keeps its core.
+"""
+
+import logging
+import multiprocessing
+import os
+import pickle
+import queue
+import threading
+
+from django.conf import settings
+
+from crawlerweb import stagetime
+from frontier.vocabulary import PageDetail
+
+log = logging.getLogger(__name__)
+
+# How long a fetch thread waits for an idle child, while none has started, before analysing
+# the page itself.
+IDLE_CHILD_WAIT = 0.05
+
+
+def default_processes(embedded: bool) -> int:
+    """CRAWLER_PARSE_PROCESSES, or by default: in the embedded crawler one per core but the
+    one its own threads keep busy (HTTP, the engine, the writer: measured to be about as
+    much CPU per page as the analysis, docs/benchmarks.md), at least one; none in a Celery
+    prefork child, which is already a process per core."""
+    if settings.CRAWLER_PARSE_PROCESSES >= 0:
+        return settings.CRAWLER_PARSE_PROCESSES
+    return max(1, (os.cpu_count() or 1) - 1) if embedded else 0
+
+
+class _Child:
+    def __init__(self, context, settings_snapshot: dict, analyse_path: str):
+        self.conn, child_conn = context.Pipe()
+        self.process = context.Process(target=_child_main, args=(child_conn, settings_snapshot, analyse_path),
+                                       daemon=True, name="crawlerweb-parse")
+        self.process.start()
+        child_conn.close()
+        self.ready = False
+
+    def stop(self) -> None:
+        try:
+            self.conn.close()
+        finally:
+            if self.process.is_alive():
+                self.process.kill()
+            self.process.join(5)
+
+
+class ParsePool:
+    def __init__(self, processes: int, analyse_path: str = "fetch.service.analyse"):
+        self.size = processes
+        self._analyse_path = analyse_path  # what the children run (tests give a hostile one)
+        self._context = multiprocessing.get_context("spawn")
+        self._idle: queue.Queue[_Child] = queue.Queue()
+        self._lock = threading.Lock()
+        self._children: list[_Child] = []
+        self._closed = False
+        self.failures = 0  # pages whose analysis killed or hung a child
+        self.inline = 0  # pages analysed by the fetch thread (no child ready)
+        self._snapshot = {name: getattr(settings, name) for name in dir(settings) if name.startswith("CRAWLER_")}
+        for _ in range(processes):
+            threading.Thread(target=self._start_child, name="parse-pool-start", daemon=True).start()
+
+    def _start_child(self) -> None:
+        try:
+            child = _Child(self._context, self._snapshot, self._analyse_path)
+            if not child.conn.poll(settings.CRAWLER_PARSE_TIMEOUT) or child.conn.recv_bytes() != b"ready":
+                raise RuntimeError("the parse process did not start")
+        except Exception:
+            log.exception("could not start a parse process; pages are parsed in the fetch threads")
+            return
+        with self._lock:
+            if self._closed:
+                child.stop()
+                return
+            child.ready = True
+            self._children.append(child)
+        self._idle.put(child)
+
+    def analyse(self, result, queued):
+        """fetch.service.analyse(result, queued), in a child when one is idle."""
+        from .service import Analysis, analyse
+
+        try:
+            # Children busy: wait for one (the fetch thread holds nothing meanwhile); none
+            # started yet (or none would start): analyse here rather than wait.
+            child = self._idle.get(timeout=settings.CRAWLER_PARSE_TIMEOUT if self._children else IDLE_CHILD_WAIT)
+        except queue.Empty:
+            self.inline += 1
+            return analyse(result, queued)
+        with stagetime.stage("pool"):
+            payload = pickle.dumps((result, queued), pickle.HIGHEST_PROTOCOL)
+        try:
+            child.conn.send_bytes(payload)
+            if not child.conn.poll(settings.CRAWLER_PARSE_TIMEOUT):
+                raise TimeoutError(f"no answer within {settings.CRAWLER_PARSE_TIMEOUT} s")
+            answer = child.conn.recv_bytes()
+        except (OSError, EOFError, TimeoutError) as exc:
+            self._replace(child)
+            self.failures += 1
+            log.warning("analysing %s broke its parse process (%s): settled as parse_failed", queued.url,
+                        exc or type(exc).__name__)
+            from . import archive
+
+            return Analysis(records=archive.build(result), failed=PageDetail.PARSE_FAILED)
+        self._idle.put(child)
+        with stagetime.stage("pool"):
+            analysis, stages = pickle.loads(answer)
+        stagetime.add(stages)
+        return analysis
+
+    def _replace(self, child: _Child) -> None:
+        with self._lock:
+            if child in self._children:
+                self._children.remove(child)
+            closed = self._closed
+        child.stop()
+        if not closed:
+            threading.Thread(target=self._start_child, name="parse-pool-start", daemon=True).start()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            children, self._children = self._children, []
+        for child in children:
+            child.stop()
+
+
+def _child_main(conn, settings_snapshot: dict, analyse_path: str) -> None:
+    """A parse process: set up Django with the parent's crawler settings, then answer
+    analyse() requests until the pipe closes. Touches no database and no file."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crawlerweb.settings")
+    import django
+
+    django.setup()
+    from django.test.utils import override_settings
+    from django.utils.module_loading import import_string
+
+    override_settings(**settings_snapshot).enable()
+    analyse = import_string(analyse_path)
+
+    conn.send_bytes(b"ready")
+    while True:
+        try:
+            request = conn.recv_bytes()
+        except (EOFError, OSError):
+            return
+        result, queued = pickle.loads(request)
+        with stagetime.Recorder() as recorder:
+            analysis = analyse(result, queued)
+        conn.send_bytes(pickle.dumps((analysis, recorder.delta()), pickle.HIGHEST_PROTOCOL))
+        del result, queued, analysis

@@ -1,0 +1,126 @@
+"""The parse pool (fetch/parsepool.py): pages analysed in worker processes exactly as in
+the fetch thread, and a page that kills or hangs its parse process settled as
+"parse_failed" in bounded time while the pool replaces the process."""
+
+import os
+import time
+
+import pytest
+
+from fetch import http
+from fetch.parsepool import ParsePool
+from fetch.service import analyse
+from frontier.records import QueuedUrl
+
+PAGE = b"<html><head><title>Pool page</title></head><body><h1>Head</h1><p>poolword text</p></body></html>"
+
+
+def response(url: str, body: bytes = PAGE) -> http.FetchResult:
+    return http.FetchResult(url=url, status=200, headers={"content-type": "text/html; charset=utf-8"}, body=body,
+                            final_url=url, started_at=time.time(), reason="OK",
+                            response_headers=[("Content-Type", "text/html; charset=utf-8")], body_read=True)
+
+
+def queued(url: str) -> QueuedUrl:
+    return QueuedUrl(1, url, 1, 0, 0, "")
+
+
+def hostile_analyse(result, queued_url):
+    """What a parser that crashes or hangs on one page looks like to the pool."""
+    if result.url.endswith("/crash"):
+        os._exit(3)
+    if result.url.endswith("/hang"):
+        time.sleep(3600)
+    return dict(analysis=analyse(result, queued_url), pid=os.getpid())
+
+
+def wait_for_children(pool: ParsePool, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while len(pool._children) < pool.size:
+        assert time.monotonic() < deadline, "the parse processes did not start"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def pool(settings):
+    settings.CRAWLER_PARSE_TIMEOUT = 2.0
+    pool = ParsePool(2, analyse_path="tests.test_parsepool.hostile_analyse")
+    wait_for_children(pool)
+    yield pool
+    pool.close()
+
+
+def test_it_analyses_pages_in_other_processes_as_the_fetch_thread_would(settings):
+    pool = ParsePool(1)
+    try:
+        wait_for_children(pool)
+        result = response("http://pool.test/page")
+        away, here = pool.analyse(result, queued(result.url)), analyse(result, queued(result.url))
+    finally:
+        pool.close()
+    assert pool.inline == 0
+    assert away.page.parsed == here.page.parsed and away.page.fingerprint == here.page.fingerprint
+    assert away.page.index == here.page.index and away.observation == here.observation == "first"
+    assert away.body_hash == here.body_hash and len(away.records) == len(here.records) == 1
+
+
+def test_a_page_that_kills_its_parse_process_is_settled_and_the_process_replaced(pool):
+    ok = pool.analyse(response("http://pool.test/ok"), queued("http://pool.test/ok"))
+    assert ok["pid"] != os.getpid()
+    started = time.monotonic()
+    failed = pool.analyse(response("http://pool.test/crash"), queued("http://pool.test/crash"))
+    assert failed.failed == "parse_failed" and failed.page is None
+    assert len(failed.records) == 1  # the response is archived all the same
+    assert time.monotonic() - started < 2.0
+    wait_for_children(pool)  # replaced
+    assert pool.failures == 1
+    assert pool.analyse(response("http://pool.test/ok"), queued("http://pool.test/ok"))["analysis"].page.parsed.title \
+        == "Pool page"
+
+
+def test_a_page_that_hangs_its_parse_process_is_settled_within_the_timeout(pool):
+    started = time.monotonic()
+    failed = pool.analyse(response("http://pool.test/hang"), queued("http://pool.test/hang"))
+    assert failed.failed == "parse_failed"
+    assert 2.0 <= time.monotonic() - started < 5.0
+    wait_for_children(pool)
+    assert pool.analyse(response("http://pool.test/ok"), queued("http://pool.test/ok"))["analysis"].page is not None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_embedded_crawl_with_the_pool_indexes_every_page_and_settles_a_page_that_crashes_it(settings):
+    """The default embedded crawl (a parse process per core) end to end, one page of the
+    site killing its parse process: that URL is fetched and settled as parse_failed, every
+    other page is indexed, and the crawl goes on."""
+    from bench.sampleweb.hostile import hostile_web
+    from fetch import engine as engine_module
+    from fetch.runners import run_embedded
+    from frontier import service
+    from frontier.models import Url
+    from indexer.service import search
+
+    settings.CRAWLER_PARSE_PROCESSES = 2
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    real_pool = engine_module.ParsePool
+    with hostile_web() as web:
+        pages = [web.url("/fine/1"), web.url("/fine/2"), web.url("/fine/crash")]
+        service.add_seeds(pages)
+        def started_pool(processes):  # the crawl is short: let it start with its processes up
+            pool = real_pool(processes, "tests.test_parsepool.crash_on_crash_path")
+            wait_for_children(pool)
+            return pool
+
+        engine_module.ParsePool = started_pool
+        try:
+            run_embedded(threads=2, max_seconds=60)
+        finally:
+            engine_module.ParsePool = real_pool
+    outcomes = dict(Url.objects.filter(url__in=pages).values_list("url", "outcome"))
+    assert outcomes == {web.url("/fine/1"): "indexed", web.url("/fine/2"): "indexed", web.url("/fine/crash"): "parse_failed"}
+    assert search("fine").total >= 1
+
+
+def crash_on_crash_path(result, queued_url):
+    if result.url.endswith("/crash"):
+        os._exit(3)
+    return analyse(result, queued_url)
