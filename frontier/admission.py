@@ -5,6 +5,7 @@ possible; seeds are logged with the scope their links are judged by.
 """
 
 import dataclasses
+import threading
 from collections import defaultdict
 from contextlib import nullcontext
 from dataclasses import dataclass, field
@@ -241,20 +242,21 @@ def _hosts(origins: set[str]) -> tuple[dict[str, int], dict[int, int]]:
     return ids, counts
 
 
-_connection_seen = [None]
+_connection_seen = threading.local()  # each thread's Django connection is its own
 
 
 def _forget_caches_if_reconnected() -> None:
-    """The seen-cache and the host cache hold what this process's database connection
-    committed. A new connection (the old one was lost, perhaps with the database's last
-    asynchronous commits) starts them again from empty (frontier/seen.py)."""
+    """The seen-cache and the host cache hold what this process's database connections
+    committed. A thread whose connection was replaced (the old one was lost, perhaps with
+    the database's last asynchronous commits) starts them again from empty
+    (frontier/seen.py)."""
     connection.ensure_connection()
-    current = connection.connection
-    if _connection_seen[0] is not current:
-        if _connection_seen[0] is not None:
+    current, before = connection.connection, getattr(_connection_seen, "connection", None)
+    if before is not current:
+        if before is not None:
             seen.forget()
             _hosts_known.clear()
-        _connection_seen[0] = current
+        _connection_seen.connection = current
 
 
 def forget_caches() -> None:

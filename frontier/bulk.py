@@ -11,7 +11,7 @@ order (url_key, host id), so concurrent workers wait for each other but never de
 
 from django.db import connection
 
-from crawlerweb.bulksql import arrays, defaults, in_chunks, marks, typed
+from crawlerweb.bulksql import arrays, defaults, in_chunks, locked, marks, typed
 
 from .models import Host, ServerAddress, Url
 
@@ -87,10 +87,11 @@ def write_states(columns: tuple[str, ...], rows: list[list]) -> set[int]:
         if connection.vendor == "postgresql":
             names = ", ".join(columns)
             cursor.execute(
-                f"""UPDATE {_URLS} u SET {", ".join(f"{c} = v.{c}" for c in columns)}
-                    FROM unnest({arrays(Url, columns + ("id",))}) AS v({names}, id)
-                    WHERE u.id = v.id AND u.state = 'queued' RETURNING u.id""",
-                [list(column) for column in zip(*rows)])
+                f"""WITH {locked(_URLS)}
+                    UPDATE {_URLS} u SET {", ".join(f"{c} = v.{c}" for c in columns)}
+                    FROM unnest({arrays(Url, columns + ("id",))}) AS v({names}, id), locked
+                    WHERE u.id = v.id AND locked.id = v.id AND u.state = 'queued' RETURNING u.id""",
+                [[row[-1] for row in rows]] + [list(column) for column in zip(*rows)])
             return {row[0] for row in cursor.fetchall()}
         # SQLite: one writer, and the caller read these rows queued in this transaction.
         sql = f"UPDATE {_URLS} SET {', '.join(f'{c} = %s' for c in columns)} WHERE id = %s AND state = 'queued'"
@@ -107,10 +108,14 @@ def extend_leases(leases: list[tuple[int, str]], now, until) -> set[int]:
     adapt = connection.ops.adapt_datetimefield_value
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            ids = [i for i, _ in leases]
             cursor.execute(
-                f"""UPDATE {_HOSTS} h SET leased_until = %s FROM unnest(%s::bigint[], %s::varchar(80)[]) AS v(id, token)
-                    WHERE h.id = v.id AND h.lease_owner = v.token AND h.leased_until > %s RETURNING h.id""",
-                [until, [i for i, _ in leases], [t for _, t in leases], now])
+                f"""WITH {locked(_HOSTS)}
+                    UPDATE {_HOSTS} h SET leased_until = %s
+                    FROM unnest(%s::bigint[], %s::varchar(80)[]) AS v(id, token), locked
+                    WHERE h.id = v.id AND locked.id = v.id AND h.lease_owner = v.token AND h.leased_until > %s
+                    RETURNING h.id""",
+                [ids, until, ids, [t for _, t in leases], now])
             return {row[0] for row in cursor.fetchall()}
         extended = set()
         for host_id, token in leases:
@@ -129,12 +134,13 @@ def release_hosts(rows: list[tuple]) -> set[int]:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
-                f"""UPDATE {_HOSTS} h SET lease_owner = '', leased_until = NULL, next_fetch_at = v.next_fetch_at,
+                f"""WITH {locked(_HOSTS)}
+                    UPDATE {_HOSTS} h SET lease_owner = '', leased_until = NULL, next_fetch_at = v.next_fetch_at,
                         response_time = v.response_time, failures = v.failures, wait_reason = v.wait_reason,
                         address = COALESCE(v.address, h.address)
-                    FROM unnest({arrays(Host, columns)}) AS v({", ".join(columns)})
-                    WHERE h.id = v.id AND h.lease_owner = v.lease_owner RETURNING h.id""",
-                [list(column) for column in zip(*rows)])
+                    FROM unnest({arrays(Host, columns)}) AS v({", ".join(columns)}), locked
+                    WHERE h.id = v.id AND locked.id = v.id AND h.lease_owner = v.lease_owner RETURNING h.id""",
+                [[row[0] for row in rows]] + [list(column) for column in zip(*rows)])
             return {row[0] for row in cursor.fetchall()}
         released = set()
         for host_id, token, next_fetch_at, response_time, failures, wait_reason, address in rows:
@@ -152,12 +158,16 @@ def release_addresses(rows: list[tuple]) -> None:
     the next time only moves later, never earlier."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            rows = sorted(rows)
             cursor.execute(
-                f"""UPDATE {_ADDRESSES} a SET lease_owner = '', leased_until = NULL,
+                f"""WITH locked AS (SELECT address FROM {_ADDRESSES} WHERE address = ANY(%s::inet[]) ORDER BY address
+                                    FOR NO KEY UPDATE)
+                    UPDATE {_ADDRESSES} a SET lease_owner = '', leased_until = NULL,
                         next_fetch_at = GREATEST(a.next_fetch_at, COALESCE(v.next_fetch_at, a.next_fetch_at))
-                    FROM unnest(%s::inet[], %s::varchar(80)[], %s::timestamptz[]) AS v(address, token, next_fetch_at)
-                    WHERE a.address = v.address AND a.lease_owner = v.token""",
-                [list(column) for column in zip(*sorted(rows))])
+                    FROM unnest(%s::inet[], %s::varchar(80)[], %s::timestamptz[]) AS v(address, token, next_fetch_at),
+                        locked
+                    WHERE a.address = v.address AND locked.address = v.address AND a.lease_owner = v.token""",
+                [[row[0] for row in rows]] + [list(column) for column in zip(*rows)])
             return
         cursor.executemany(f"UPDATE {_ADDRESSES} SET lease_owner = '', leased_until = NULL, "
                            "next_fetch_at = MAX(next_fetch_at, COALESCE(%s, next_fetch_at)) "
@@ -180,9 +190,8 @@ def add_host_counts(counts: dict[int, int]) -> dict[int, int]:
     ids = sorted(counts)
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            # Lock the rows in id order first: an UPDATE … FROM locks them in its join's order.
             cursor.execute(
-                f"""WITH locked AS (SELECT id FROM {_HOSTS} WHERE id = ANY(%s) ORDER BY id FOR UPDATE)
+                f"""WITH {locked(_HOSTS)}
                     UPDATE {_HOSTS} h SET url_count = h.url_count + v.n
                     FROM unnest(%s::bigint[], %s::integer[]) AS v(id, n), locked
                     WHERE h.id = v.id AND locked.id = v.id RETURNING h.id, h.url_count""",

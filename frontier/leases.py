@@ -151,26 +151,17 @@ def renew_leases(leases: list[tuple[int, str, str]]) -> set[int]:
     ""), by CRAWLER_LEASE_SECONDS from now. Returns the ids of the hosts renewed; a lease
     that expired or was taken over is not (its session must stop).
 
-    One statement per token: a lease counts only for its exact (host, token) pair, never
-    for another worker that leased the host from the same dispatcher round."""
+    A lease counts only for its exact (host, token) pair, never for another worker that
+    leased the host from the same dispatcher round: one statement for all of them."""
     now = timezone.now()
     until = now + timedelta(seconds=settings.CRAWLER_LEASE_SECONDS)
+    renewed = bulk.extend_leases(sorted((host_id, token) for host_id, token, _ in leases), now, until)
     by_token = defaultdict(list)
     for host_id, token, address in leases:
-        by_token[token].append((host_id, address))
-    renewed = set()
-    for token, items in sorted(by_token.items()):
-        ids = sorted(host_id for host_id, _ in items)
-        with connection.cursor() as cursor:
-            marks = ", ".join(["%s"] * len(ids))
-            adapt = connection.ops.adapt_datetimefield_value
-            cursor.execute(
-                f"UPDATE {Host._meta.db_table} SET leased_until = %s WHERE lease_owner = %s AND id IN ({marks})"
-                " AND leased_until > %s RETURNING id", [adapt(until), token, *ids, adapt(now)])
-            renewed.update(row[0] for row in cursor.fetchall())
-        addresses = sorted({address for host_id, address in items if address and host_id in renewed})
-        if addresses:
-            ServerAddress.objects.filter(lease_owner=token, address__in=addresses).update(leased_until=until)
+        if address and host_id in renewed:
+            by_token[token].append(address)
+    for token, addresses in sorted(by_token.items()):
+        ServerAddress.objects.filter(lease_owner=token, address__in=sorted(addresses)).update(leased_until=until)
     return renewed
 
 

@@ -217,3 +217,44 @@ def test_a_result_the_database_refuses_is_settled_as_a_dead_letter_and_the_rest_
     assert list(DeadLetter.objects.values_list("url__url", "reason")) == [(f"{origin}/poison", "store_failed:ValueError")]
     assert not Host.objects.filter(leased_until__isnull=False).exists()
 
+
+
+def test_a_store_aborted_by_a_deadlock_is_tried_again_not_left_to_a_second_fetch(settings, monkeypatch):
+    """Two writers that lock rows in different orders deadlock; PostgreSQL aborts one. Its
+    results are stored on a second try, so no page waits to be fetched a second time."""
+    from django.db import OperationalError
+    from psycopg import errors as pg_errors
+
+    from fetch import service as fetch_service
+    from fetch import writer as writer_module
+    from fetch.session import SessionEnded, UrlsDone
+    from fetch.writer import Writer
+
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    srv, _, origin = serve(200)
+    try:
+        service.add_seeds([f"{origin}/a"])
+        (lease,) = service.lease_ready_hosts("t", 1)
+        (queued,) = service.queued_urls(lease.url_ids)
+        results = fetch_service.Results()
+        fetch_service.fetch_one(results, queued)
+        real_store, tries = writer_module.store, []
+
+        def deadlocked_once(merged):
+            tries.append(1)
+            if len(tries) == 1:
+                try:
+                    raise pg_errors.DeadlockDetected("deadlock detected")
+                except pg_errors.DeadlockDetected as cause:
+                    raise OperationalError("deadlock detected") from cause
+            return real_store(merged)
+
+        monkeypatch.setattr(writer_module, "store", deadlocked_once)
+        writer = Writer(interval=0.01)
+        writer.put(UrlsDone(lease.host_id, results))
+        writer.put(SessionEnded(lease.host_id, lease.token, "", service.HostUpdate(timezone.now()), 1, 1, "done"))
+        writer.close()
+    finally:
+        srv.shutdown()
+    assert len(tries) == 2 and writer.errors == 0
+    assert Url.objects.get().state == "fetched"
