@@ -7,6 +7,7 @@ with store() in a dozen statements, whatever the number of sessions they came fr
 """
 
 import email.utils
+import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from datetime import timezone as dt_timezone
@@ -16,10 +17,12 @@ from django.db import transaction
 
 from frontier import service as frontier
 from frontier.outcomes import RETRY_AFTER_STATUSES, FetchReport
-from frontier.vocabulary import FetchError, Observation
+from frontier.vocabulary import FetchError, Observation, PageDetail
 from indexer import service as indexer
 
 from . import archive, http
+
+log = logging.getLogger(__name__)
 
 # No answer from the server: these count toward the host's circuit breaker. A name that
 # does not exist ("dns") is not among them: that is final enough for the URLs' own
@@ -110,12 +113,17 @@ def analyse(result: http.FetchResult, queued: frontier.QueuedUrl) -> Analysis:
     analysis = Analysis(records=archive.build(result), body_hash=body_hash)
     if result.error or status is None or not 200 <= status < 300:
         return analysis
-    page = indexer.prepare_page(queued.id, queued.url, status, result.content_type, result.charset, result.body,
-                                body_hash=body_hash)
-    analysis.page, analysis.observation = page, indexer.compare_text(queued.text_hash, queued.simhash,
-                                                                     page.fingerprint)
-    if analysis.observation not in (Observation.UNCHANGED, Observation.NOISE):
-        indexer.prepare_index(page)
+    try:
+        page = indexer.prepare_page(queued.id, queued.url, status, result.content_type, result.charset, result.body,
+                                    body_hash=body_hash)
+        observation = indexer.compare_text(queued.text_hash, queued.simhash, page.fingerprint)
+        if observation not in (Observation.UNCHANGED, Observation.NOISE):
+            indexer.prepare_index(page)
+    except Exception:  # a page no analysis should fail on: settled, never fetched again and again
+        log.exception("analysing %s failed: settled as parse_failed", queued.url)
+        analysis.failed = PageDetail.PARSE_FAILED
+        return analysis
+    analysis.page, analysis.observation = page, observation
     return analysis
 
 
@@ -134,7 +142,9 @@ def fetch_one(results: Results, queued: frontier.QueuedUrl, via: http.HostConnec
     result = http.fetch(queued.url, body_types=indexer.HTML_TYPES, via=via, conditional=conditional_headers(queued))
     if result.error == FetchError.DNS_UNAVAILABLE:
         return result, None
-    analysis = pool.analyse(result, queued) if pool is not None else analyse(result, queued)
+    # A page goes to the pool; an error, a redirect or a 304 is only an archive record.
+    page = result.status is not None and 200 <= result.status < 300 and not result.error
+    analysis = pool.analyse(result, queued) if pool is not None and page else analyse(result, queued)
     status = result.status
     archived = archive.append(analysis.records)  # an OSError (disk full) ends the session: its URLs wait
     if analysis.revisit:

@@ -124,3 +124,31 @@ def crash_on_crash_path(result, queued_url):
     if result.url.endswith("/crash"):
         os._exit(3)
     return analyse(result, queued_url)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_page_the_analysis_fails_on_is_settled_once_not_fetched_again_and_again(settings, monkeypatch):
+    """A bug or a hostile page that makes the analysis raise (not crash the process): the
+    fetch is recorded as parse_failed, archived, and the URL is not tried again."""
+    from bench.sampleweb.hostile import hostile_web
+    from fetch.runners import run_embedded
+    from frontier import service
+    from frontier.models import Url
+    from indexer import service as indexer
+
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    real = indexer.prepare_page
+
+    def failing(url_id, url, *args, **kwargs):
+        if url.endswith("/fine/bad"):
+            raise RecursionError("maximum recursion depth exceeded while parsing")
+        return real(url_id, url, *args, **kwargs)
+
+    monkeypatch.setattr(indexer, "prepare_page", failing)
+    with hostile_web() as web:
+        service.add_seeds([web.url("/fine/good"), web.url("/fine/bad")])
+        run_embedded(threads=2, max_seconds=30)
+    outcomes = dict(Url.objects.values_list("url", "outcome"))
+    assert outcomes[web.url("/fine/good")] == "indexed" and outcomes[web.url("/fine/bad")] == "parse_failed"
+    bad = Url.objects.get(url=web.url("/fine/bad"))
+    assert (bad.state, bad.attempts) == ("fetched", 1)  # settled: not due again before a recrawl
