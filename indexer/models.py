@@ -8,13 +8,16 @@ table on SQLite), the way Wagtail's database search backends do.
 from django.db import models
 from django.utils import timezone
 
+from .textstore import CompressedTextField
+
 
 class Document(models.Model):
     url = models.OneToOneField("frontier.Url", on_delete=models.CASCADE, related_name="document")
     address = models.TextField(help_text="the page URL, kept here so search needs no join")
     title = models.TextField(blank=True, default="")
     headings = models.TextField(blank=True, default="")
-    body = models.TextField(blank=True, default="", help_text="visible text (capped)")
+    body = CompressedTextField(blank=True, default="", help_text="visible text (capped; compressed on SQLite: "
+                               "indexer/textstore.py)")
     content_hash = models.CharField(max_length=64, db_index=True)
     content_type = models.CharField(max_length=100, blank=True, default="")
     status = models.SmallIntegerField(default=200)

@@ -22,7 +22,7 @@ from django.utils import timezone
 from crawlerweb import stagetime
 from frontier.vocabulary import Observation, PageDetail
 
-from . import bulk
+from . import bulk, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint
 from .models import Document
@@ -45,6 +45,7 @@ class PreparedPage:
     archived: tuple[str, int, int] | None = None  # the raw response's WARC (file, offset, length)
     fingerprint: Fingerprint | None = None  # of the extracted text (None: not HTML)
     index: tuple | None = None  # the search backend's row for it (SearchBackend.prepare), if prepared
+    stored_text: str | bytes | None = None  # its text as the database keeps it (indexer/textstore.py), if prepared
 
     @property
     def links(self) -> list[str]:
@@ -88,9 +89,13 @@ def prepare_page(url_id: int, url: str, status: int, content_type: str, charset:
 
 
 def prepare_index(page: PreparedPage) -> None:
-    """Analyse a page that will be stored, for the search backend (page.index), so the
-    writer only sends it: pages marked noindex and pages that are not HTML get none."""
-    if page.parsed is not None and not page.parsed.noindex:
+    """Prepare what the writer sends for a page that will be stored: its text as the
+    database keeps it, and the search backend's analysis (none for a page marked noindex
+    or one that is not HTML)."""
+    if page.parsed is None:
+        return
+    page.stored_text = textstore.for_database(page.parsed.text, connection.vendor)
+    if not page.parsed.noindex:
         page.index = get_search_backend().prepare(_as_document(page))
 
 
@@ -133,7 +138,7 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
         if previous:
             backend.delete(previous)
         ids = bulk.upsert_documents([
-            (p.url_id, p.url, p.parsed.title, p.parsed.headings, p.parsed.text, p.content_hash, p.content_type,
+            (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p), p.content_hash, p.content_type,
              p.status, p.size, p.parsed.noindex, not p.parsed.noindex, now, *_warc_fields(p.archived), None)
             for p in html])
         claims = {}
@@ -155,6 +160,13 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
             bulk.mark_duplicates(duplicates)
         backend.add_prepared(indexable)
     return details
+
+
+def _stored_text(page: PreparedPage):
+    """The page's text as this database keeps it (prepared in the parse pool, or now)."""
+    if page.stored_text is not None:
+        return page.stored_text
+    return textstore.for_database(page.parsed.text, connection.vendor)
 
 
 def _warc_fields(archived: tuple[str, int, int] | None) -> tuple:

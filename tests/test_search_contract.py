@@ -296,3 +296,22 @@ def test_it_keeps_no_copy_of_the_tokens_and_warns_when_the_analyzer_changed_unde
     with connection.cursor() as cur:
         cur.execute("SELECT count(*) FROM indexer_fts_docs WHERE rowid = %s", [doc.id])
         assert cur.fetchone()[0] == 0
+
+
+def test_page_text_reads_back_whole_and_sqlite_keeps_it_compressed(backend):
+    from indexer import textstore
+
+    text = "Ünïcode and plain words, repeated. " * 400 + "東京 at the end"
+    doc = make_doc(1, "t", "", text)
+    assert Document.objects.get(id=doc.id).body == text
+    assert backend.prefixes([doc.id], 40)[doc.id] == text[:40]
+    with connection.cursor() as cur:
+        cur.execute("SELECT body FROM indexer_document WHERE id = %s", [doc.id])
+        stored = cur.fetchone()[0]
+    if connection.vendor == "sqlite":
+        assert isinstance(stored, bytes) and len(stored) < len(text.encode()) / 3
+    else:
+        assert stored == text  # PostgreSQL compresses it itself (TOAST)
+    assert textstore.from_database(stored) == text
+    assert textstore.prefix(textstore.for_database(text, "sqlite"), 10) == text[:10]  # a cut in a 2-byte character
+    assert textstore.from_database("rows of earlier releases") == "rows of earlier releases"

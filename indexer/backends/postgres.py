@@ -68,14 +68,27 @@ _LABELS = {weight: [f"{p}{weight}" for p in range(MAX_POSITION + 1)] for weight 
 def _positions(fields, labels_by_weight: dict) -> dict[str, list]:
     """token -> the labels of its positions (labels_by_weight[weight][position]), in order:
     title (A), URL words (D), headings (B), body (C), a gap between fields so that no phrase
-    spans two; at most MAX_POSITIONS per token, and past MAX_POSITION every later token
-    shares the last position once (PostgreSQL's limits). Sites get no position."""
+    spans two; past MAX_POSITION every later token shares the last position once
+    (PostgreSQL's limit). A token may have more than MAX_POSITIONS labels here: callers
+    keep the first MAX_POSITIONS. Sites get no position."""
     positions: dict[str, list] = {}
+    get = positions.get
     at_last_position = set()  # tokens already given the last position (PostgreSQL's cap)
     position = 0
     for stream, weight in ((fields.title, "A"), (fields.url, "D"), (fields.headings, "B"), (fields.body, "C")):
         labels = labels_by_weight[weight]
-        position += 1  # a gap: no phrase spans two fields
+        start = position + 2  # a gap: no phrase spans two fields
+        end = start + len(stream)
+        if end <= MAX_POSITION:  # the usual case: one label per token, no checks
+            for token, label in zip(stream, labels[start:end]):
+                kept = get(token)
+                if kept is None:
+                    positions[token] = [label]
+                else:
+                    kept.append(label)
+            position = end - 1
+            continue
+        position += 1
         for token in stream:
             position += 1
             if position >= MAX_POSITION:
@@ -85,17 +98,17 @@ def _positions(fields, labels_by_weight: dict) -> dict[str, list]:
                 label = labels[MAX_POSITION]
             else:
                 label = labels[position]
-            kept = positions.get(token)
+            kept = get(token)
             if kept is None:
                 positions[token] = [label]
-            elif len(kept) < MAX_POSITIONS:
+            else:
                 kept.append(label)
     return positions
 
 
 def tsvector_literal(fields) -> str:
     """The tsvector of an IndexedFields, as PostgreSQL's input syntax."""
-    parts = [f"{_lexeme(t)}:{','.join(ps)}" for t, ps in _positions(fields, _LABELS).items()]
+    parts = [f"{_lexeme(t)}:{','.join(ps[:MAX_POSITIONS])}" for t, ps in _positions(fields, _LABELS).items()]
     parts.extend(_lexeme(s) for s in fields.sites)
     return " ".join(parts)
 
@@ -145,6 +158,8 @@ def tsvector_binary(fields) -> TSVector:
         encoded = lexemes.get(token)
         if encoded is None:
             encoded = lexemes[token] = token.encode("utf-8") + b"\0"
+        if len(labels) > MAX_POSITIONS:
+            labels = labels[:MAX_POSITIONS]
         extend((encoded, _BINARY_COUNTS[len(labels)], b"".join(labels)))
     return TSVector(b"".join(out))
 

@@ -24,7 +24,7 @@ from django.db import connections
 
 from crawlerweb import stagetime
 
-from .. import ranking
+from .. import ranking, textstore
 from ..fields import index_fields
 from ..query import Query, Term, site_token
 from .base import Candidate, SearchBackend, as_datetime
@@ -109,7 +109,7 @@ class SQLiteSearchBackend(SearchBackend):
                         f"({','.join(['%s'] * len(indexed))})", list(indexed))
             deletes, stale = [], []
             for document_id, address, title, headings, body in cur.fetchall():
-                row = prepare_row(_Stored(address, title, headings, body))
+                row = prepare_row(_Stored(address, title, headings, textstore.from_database(body)))
                 if row[7] == indexed[document_id]:
                     deletes.append(("delete", document_id, *row[:4]))
                 else:
@@ -161,9 +161,8 @@ class SQLiteSearchBackend(SearchBackend):
             return {}
         marks = ",".join(["%s"] * len(document_ids))
         with connections[self.using].cursor() as cur:
-            cur.execute(f"SELECT id, substr(body, 1, %s) FROM indexer_document WHERE id IN ({marks})",
-                        [chars, *document_ids])
-            return dict(cur.fetchall())
+            cur.execute(f"SELECT id, body FROM indexer_document WHERE id IN ({marks})", list(document_ids))
+            return {document_id: textstore.prefix(body, chars) for document_id, body in cur.fetchall()}
 
     def read_corpus_stats(self):
         with connections[self.using].cursor() as cur:
