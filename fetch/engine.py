@@ -298,8 +298,7 @@ class SessionEngine:
             session = self._sessions.get(wanted.host_id)
             if session is None or session.lease.token != wanted.token or session.ended or self._stopping:
                 return
-            session.more_urls(urls)
-            self._push(time.monotonic(), session)
+            self._push(session.more_urls(urls), session)
 
     def _released(self, ended) -> None:
         """The writer released a session's host (after storing its URLs)."""

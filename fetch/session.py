@@ -55,6 +55,7 @@ class End:
 
 
 PARKED = "parked"  # step()'s answer while the session waits for more URLs (the writer brings them)
+EMPTY_ANSWERS = 2  # asks for more URLs that found none before a session ends
 
 
 SETTLED = "settled"  # the URL is done without a request; go to the next one
@@ -106,7 +107,7 @@ class HostSession:
         self.worker = worker  # who sends the requests (the crawl log's worker field)
         self.urls = deque(urls)
         self.taken = {queued.id for queued in urls}
-        self.exhausted = False  # asked the writer for more URLs and got none: end when these are done
+        self.empty_answers = 0  # asks for more URLs in a row that found none
         self.clock = pacing.HostClock(host.crawl_delay, host.response_time, host.failures)
         self.window_end = now + settings.CRAWLER_SESSION_SECONDS
         self.lease_until = now + settings.CRAWLER_LEASE_SECONDS  # moved on by the lease keeper
@@ -146,7 +147,7 @@ class HostSession:
         pay a lease cycle and a new connection. The writer answers (more_urls)."""
         room = settings.CRAWLER_SESSION_MAX_URLS - len(self.taken)
         now = time.monotonic()
-        if self.exhausted or self.lost or room <= 0 or self.policy is None:
+        if self.empty_answers >= EMPTY_ANSWERS or self.lost or room <= 0 or self.policy is None:
             return False
         cycle = max(self.clock.delay + (self.clock.response_time or 0.0), 0.01)
         fits = int((self.window_end - max(now, self.clock.next_request_at())) / cycle)
@@ -155,12 +156,17 @@ class HostSession:
         self.sink(MoreUrlsWanted(self.host_id, self.lease.token, frozenset(self.taken), min(room, fits)))
         return True
 
-    def more_urls(self, urls: list) -> None:
-        """The writer's answer to MoreUrlsWanted (the engine calls it, the session parked)."""
+    def more_urls(self, urls: list) -> float:
+        """The writer's answer to MoreUrlsWanted (the engine calls it, the session parked);
+        returns when the session goes on (monotonic). With none found, it asks once more
+        when its host may next be asked anyway (the clock's time: waiting costs the host
+        nothing), for the links other sessions find meanwhile, then ends."""
         urls = [queued for queued in urls if queued.id not in self.taken]
         self.taken.update(queued.id for queued in urls)
         self.urls.extend(urls)
-        self.exhausted = not urls
+        self.empty_answers = 0 if urls else self.empty_answers + 1
+        now = time.monotonic()
+        return now if urls else max(now, min(self.clock.next_request_at(), self.window_end))
 
     def finish(self, reason: str) -> None:
         """End the session: its end goes to the writer after its URLs, which releases the
