@@ -75,6 +75,7 @@ from typing import NamedTuple
 
 from frontier import changerate
 from frontier.normalize import normalize
+from indexer import textstore
 
 from .changeweb.model import ChangeConfig, ChangeWeb, version_in_text
 from .changeweb.runner import run_server
@@ -198,7 +199,7 @@ def stored_versions(database: Path) -> dict[str, int | None]:
         rows = db.execute("SELECT address, body FROM indexer_document").fetchall()
     versions = {}
     for address, body in rows:
-        found = version_in_text(body or "")
+        found = version_in_text(textstore.from_database(body))  # SQLite keeps it compressed
         versions[address] = None if found is None else found[2]
     return versions
 
