@@ -18,9 +18,10 @@ Threads:
 - the lease keeper renews the leases of all sessions in one statement every
   CRAWLER_LEASE_SECONDS / 6, and marks a session whose lease was taken as lost.
 
-Parsing is CPU work done on the fetch threads; they hold the GIL only while parsing, so
-other sessions' requests proceed meanwhile, and a thread count far above the cores keeps
-requests in flight while some threads parse.
+The CPU-heavy half of a page (parse, text, fingerprints, the index row, WARC records) goes
+to the engine's parse processes (fetch/parsepool.py); a fetch thread waits for the answer
+holding no lock, so other sessions' requests proceed meanwhile, and a thread count far
+above the cores keeps requests in flight while pages are analysed.
 
 Both runners use it (fetch/runners.py): the embedded crawler submits the sessions it leases
 itself; a Celery worker process submits the sessions its tasks carry.
