@@ -15,8 +15,9 @@ Two layers (the whole policy, with examples, is docs/urls.md):
    fragment dropped (never sent to a server); session ids dropped (`;jsessionid=…` path
    parameters, PHPSESSID/sid/… query parameters: one page would look like endless URLs);
    escapes of unreserved characters decoded and the others in upper-case hex (RFC 3986
-   section 6.2.2.2: `%7e` and `~` are one URL), a `%` that starts no escape written `%25`
-   (so decoding can never create a new escape: the form is idempotent); the host's
+   section 6.2.2.2: `%7e` and `~` are one URL), a `%` that starts no escape kept as written
+   (as WHATWG keeps it; an escape that decoding would join to it into a new one is kept, so
+   the form is idempotent); the host's
    trailing dot dropped; a host must be a DNS name (letters, digits, `-`, `_`) or an IP
    literal, since nothing else can be resolved. Query order and an empty query (`?`) are
    kept: servers may give both meaning.
@@ -166,18 +167,46 @@ def _bad_punycode(label: str) -> bool:
     return label.startswith("xn--") and ada_url.idna_to_unicode(label) == label
 
 
+_HEX = frozenset("0123456789ABCDEFabcdef")
+_LONE, _HEX_DIGIT, _OTHER = 0, 1, 2  # what the last characters written were
+
+
 def _fix_escapes(part: str) -> str:
+    """Escapes in upper-case hex, those of unreserved characters decoded; a "%" that starts
+    no escape kept as written (WHATWG keeps it: the server is asked for what the link
+    named). A decoded hex digit right after such a "%" (or after "%" and a hex digit) would
+    form an escape that was not there, so that escape is kept: the form stays a fixed
+    point (`%%36%31` is `%%361`, never `%61`)."""
     if "%" not in part:
         return part
-    return _ESCAPE_OR_PERCENT.sub(_fix_escape, part)
+    out, before_last, last = [], _OTHER, _OTHER
+    position = 0
+    for match in _ESCAPE_OR_PERCENT.finditer(part):
+        literal = part[position:match.start()]
+        if literal:
+            out.append(literal)
+            before_last = _kind(literal[-2]) if len(literal) > 1 else last
+            last = _kind(literal[-1])
+        position = match.end()
+        hex_digits = match.group(1)
+        if hex_digits is None:
+            out.append("%")
+            before_last, last = last, _LONE
+            continue
+        byte = int(hex_digits, 16)
+        char = chr(byte)
+        if byte not in _UNRESERVED or (char in _HEX and (last == _LONE or (before_last, last) == (_LONE, _HEX_DIGIT))):
+            out.append("%" + hex_digits.upper())
+            before_last, last = last, _OTHER
+        else:
+            out.append(char)
+            before_last, last = last, _kind(char)
+    out.append(part[position:])
+    return "".join(out)
 
 
-def _fix_escape(match: re.Match) -> str:
-    hex_digits = match.group(1)
-    if hex_digits is None:
-        return "%25"  # a lone "%": escaped, so decoding nothing can ever form a new escape
-    byte = int(hex_digits, 16)
-    return chr(byte) if byte in _UNRESERVED else "%" + hex_digits.upper()
+def _kind(char: str) -> int:
+    return _HEX_DIGIT if char in _HEX else _OTHER
 
 
 def _without_session_ids(query: str) -> str:
