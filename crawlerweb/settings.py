@@ -304,6 +304,9 @@ CRAWLER_DISPATCH_BATCH = envint("CRAWLER_DISPATCH_BATCH", 64, minimum=1)
 CRAWLER_DISPATCH_IDLE_WAIT = envfloat("CRAWLER_DISPATCH_IDLE_WAIT", 0.05, minimum=0.001)
 # Longest wait of an idle dispatcher (the wait doubles after each empty round).
 CRAWLER_DISPATCH_IDLE_WAIT_MAX = envfloat("CRAWLER_DISPATCH_IDLE_WAIT_MAX", 0.4, minimum=0.001)
+# RSS and Atom feeds a page announces (<link rel="alternate" type="application/rss+xml">) are
+# read for their items' links, with the sitemap limits (CRAWLER_SITEMAP_MAX_*).
+CRAWLER_FEEDS = envbool("CRAWLER_FEEDS", True)
 # Threads per process that send requests and parse the answers, for all its host sessions
 # (a waiting session holds none): enough to keep CRAWLER_SESSIONS_PER_PROCESS paced hosts
 # busy with slow servers; parsing holds the GIL only while it runs.
@@ -395,6 +398,14 @@ CRAWLER_SESSION_SECONDS = envfloat("CRAWLER_SESSION_SECONDS", 60.0, minimum=0.1)
 CRAWLER_SESSION_MAX_URLS = envint("CRAWLER_SESSION_MAX_URLS", 100, minimum=1)
 # Host sessions one process holds at once (each keeps one connection open).
 CRAWLER_SESSIONS_PER_PROCESS = envint("CRAWLER_SESSIONS_PER_PROCESS", 1000, minimum=1)
+# Sitemaps as link sources (indexer/linksources.py): the Sitemap: lines of robots.txt are
+# admitted and read for their URLs (a sitemap index one level deep); the sitemaps.org limits
+# per sitemap: URLs read, and bytes (the body cap for a sitemap, and for its gzip inflated).
+CRAWLER_SITEMAPS = envbool("CRAWLER_SITEMAPS", True)
+# When robots.txt names no sitemap, try /sitemap.xml (one request per host; a 404 is final).
+CRAWLER_SITEMAP_GUESS = envbool("CRAWLER_SITEMAP_GUESS", True)
+CRAWLER_SITEMAP_MAX_URLS = envint("CRAWLER_SITEMAP_MAX_URLS", 50_000, minimum=1)
+CRAWLER_SITEMAP_MAX_BYTES = envint("CRAWLER_SITEMAP_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
 # --- Prometheus: the crawling processes' counters (console/instruments.py, README
 # "Prometheus and Grafana"); the frontier's figures are the web's GET /metrics.
 # Port of this machine's metrics exporter, served by the Celery worker's main process,

@@ -59,6 +59,9 @@ _parsed_lock = threading.Lock()
 _PARSED_CACHE_MAX = 4096
 
 
+_ANSWERED = (FetchError.TOO_LARGE, FetchError.DEADLINE, FetchError.REDIRECT_LIMIT)
+
+
 def needs_fetch(host: frontier.HostView) -> bool:
     return host.robots_expires_at is None or host.robots_expires_at <= timezone.now()
 
@@ -87,7 +90,9 @@ def fetch(host: frontier.HostView, via: http.HostConnection | None = None
     )
     archive.record(result)
     now = timezone.now()
-    status = result.status if not result.error or result.error in (FetchError.TOO_LARGE, FetchError.DEADLINE) else None
+    # An answer cut short is still an answer; so is the redirect past the fifth (RFC 9309
+    # 2.3.1.2: the crawler may then treat robots.txt as unavailable, i.e. allow all).
+    status = result.status if not result.error or result.error in _ANSWERED else None
     # RFC 9309 section 2.2: UTF-8 (a byte-order mark is dropped by robotstxt.parse).
     body = result.body.decode("utf-8", errors="replace") if status and 200 <= status < 300 else ""
     body = body.replace("\x00", "")  # garbage bytes: PostgreSQL text cannot hold NUL
@@ -111,9 +116,28 @@ def fetch(host: frontier.HostView, via: http.HostConnection | None = None
     return host, answer, result
 
 
-def save(host_id: int, answer: RobotsAnswer) -> None:
+def save(host_id: int, answer: RobotsAnswer, origin: str = "", depth: int = 0, scopes: str = "") -> None:
+    """Store the answer in the host row, and admit the host's sitemaps (CRAWLER_SITEMAPS):
+    a sitemap is a URL like any other, fetched in a host session (politeness, robots.txt,
+    the SSRF guard, the size caps) and read for its links (indexer/linksources.py)."""
     frontier.save_robots(host_id, answer.status, answer.body, answer.crawl_delay, answer.error,
                          answer.fetched_at, answer.expires_at, answer.sitemaps)
+    candidates = sitemap_candidates(origin, answer, depth, scopes)
+    if candidates:
+        frontier.add_urls(candidates)
+
+
+def sitemap_candidates(origin: str, answer: RobotsAnswer, depth: int, scopes: str) -> list[frontier.Candidate]:
+    """The robots.txt's Sitemap: URLs (at most MAX_SITEMAPS), or /sitemap.xml when it names
+    none and CRAWLER_SITEMAP_GUESS is on; none while robots.txt is unavailable (it is
+    tried again first)."""
+    if not origin or not settings.CRAWLER_SITEMAPS or answer.error:
+        return []
+    urls = list(dict.fromkeys(answer.sitemaps))[:frontier.MAX_SITEMAPS]
+    if not urls and settings.CRAWLER_SITEMAP_GUESS:
+        urls = ["/sitemap.xml"]
+    return [frontier.Candidate(url, depth, 0, None, base=origin + "/robots.txt", scopes=scopes,
+                               kind=frontier.UrlKind.SITEMAP) for url in urls]
 
 
 def policy_for(host: frontier.HostView) -> RobotsPolicy:

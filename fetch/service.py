@@ -20,9 +20,12 @@ from frontier.outcomes import RETRY_AFTER_STATUSES, FetchReport
 from frontier.vocabulary import FetchError, Observation, PageDetail
 from indexer import service as indexer
 
-from . import archive, http
+from . import archive, http, robots
 
 log = logging.getLogger(__name__)
+UrlKind = frontier.UrlKind
+# How each kind of link source is read (indexer.prepare_source).
+_SOURCE_FORMATS = {UrlKind.SITEMAP: "sitemap", UrlKind.NESTED_SITEMAP: "sitemap", UrlKind.FEED: "feed"}
 
 # No answer from the server: these count toward the host's circuit breaker. A name that
 # does not exist ("dns") is not among them: that is final enough for the URLs' own
@@ -114,8 +117,15 @@ def analyse(result: http.FetchResult, queued: frontier.QueuedUrl) -> Analysis:
     if result.error or status is None or not 200 <= status < 300:
         return analysis
     try:
+        if queued.kind != UrlKind.PAGE:  # a sitemap or feed: read for its links, never indexed
+            page = indexer.prepare_source(queued.id, queued.url, status, result.content_type, result.body, body_hash,
+                                          _SOURCE_FORMATS[queued.kind], nested=queued.kind == UrlKind.NESTED_SITEMAP)
+            analysis.page = page
+            analysis.observation = Observation.CHANGED if queued.content_hash else Observation.FIRST
+            return analysis
         page = indexer.prepare_page(queued.id, queued.url, status, result.content_type, result.charset, result.body,
-                                    body_hash=body_hash)
+                                    body_hash=body_hash, robots_header=result.headers.get("x-robots-tag", ""),
+                                    robots_token=robots.product_token())
         observation = indexer.compare_text(queued.text_hash, queued.simhash, page.fingerprint)
         if observation not in (Observation.UNCHANGED, Observation.NOISE):
             indexer.prepare_index(page)
@@ -139,7 +149,11 @@ def fetch_one(results: Results, queued: frontier.QueuedUrl, via: http.HostConnec
     the same or moved only by noise (archived in full; the stored copy, its index entry
     and its links stay), or a change (stored like a new page)."""
     url_id, attempts = queued.id, queued.attempts
-    result = http.fetch(queued.url, body_types=indexer.HTML_TYPES, via=via, conditional=conditional_headers(queued))
+    if queued.kind == UrlKind.PAGE:
+        result = http.fetch(queued.url, body_types=indexer.HTML_TYPES, via=via, conditional=conditional_headers(queued))
+    else:  # a sitemap or feed: served as any type (gzip, text/plain, XML), up to the sitemaps.org size
+        result = http.fetch(queued.url, max_bytes=settings.CRAWLER_SITEMAP_MAX_BYTES, via=via,
+                            conditional=conditional_headers(queued))
     if result.error == FetchError.DNS_UNAVAILABLE:
         return result, None
     # A page goes to the pool; an error, a redirect or a 304 is only an archive record.
@@ -223,8 +237,12 @@ def store(results: Results) -> None:
         outcome = _follow_redirect(redirect.target)
         reports.append((FetchReport(redirect.url_id, status=redirect.status, redirect_outcome=outcome),
                         redirect.attempts))
-    links = [frontier.Candidate(link, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes)
+    links = [frontier.Candidate(link, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes,
+                                kind=UrlKind.NESTED_SITEMAP if page.lists_sitemaps else UrlKind.PAGE)
              for page, queued, _ in results.pages for link in page.links]
+    links += [frontier.Candidate(feed, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes,
+                                 kind=UrlKind.FEED)
+              for page, queued, _ in results.pages for feed in page.feeds]
     if links:
         frontier.add_urls(links)
     with transaction.atomic():

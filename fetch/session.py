@@ -74,6 +74,11 @@ class UrlsDone:
 class RobotsFetched:
     host_id: int
     answer: robots.RobotsAnswer
+    origin: str = ""
+    # Where the host's sitemaps enter the frontier: as deep as the session's shallowest URL,
+    # judged by its scopes.
+    depth: int = 0
+    scopes: str = ""
 
 
 @dataclass
@@ -188,7 +193,9 @@ class HostSession:
                 if outcome is not None:
                     return outcome
             self.host, answer, result = robots.fetch(self.host, via=self.connection)
-            self.sink(RobotsFetched(self.host_id, answer))
+            first = min(self.urls, key=lambda queued: queued.depth, default=None)
+            self.sink(RobotsFetched(self.host_id, answer, self.host.origin, first.depth if first else 0,
+                                    first.scopes if first else ""))
             self._saw(result)
             self._observed(result, "robots", None, 1, None)
             self.clock.crawl_delay = self.host.crawl_delay

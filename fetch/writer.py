@@ -156,7 +156,7 @@ class Writer:
         self._guarded(self._tune_connection)  # the database away: the stores below say so
         for item in group:
             if isinstance(item, RobotsFetched):
-                self._guarded(robots.save, item.host_id, item.answer)
+                self._guarded(robots.save, item.host_id, item.answer, item.origin, item.depth, item.scopes)
         done = [item for item in group if isinstance(item, UrlsDone)]
         if done:
             self._store(done)

@@ -196,15 +196,15 @@ class ObservationFilter(ChoicesFilter):
 
 @admin.register(Url)
 class UrlAdmin(DerivedDataAdmin):
-    list_display = ("url", "state", "outcome", "last_status", "depth", "priority_words", "attempts", "backoff_level",
-                    "next_fetch_at", "last_fetched_at", "last_observation", "change_rate")
-    list_filter = (UrlStateFilter, ObservationFilter, StatusFilter, HostFilter)
+    list_display = ("url", "kind", "state", "outcome", "last_status", "depth", "priority_words", "attempts",
+                    "backoff_level", "next_fetch_at", "last_fetched_at", "last_observation", "change_rate")
+    list_filter = (UrlStateFilter, "kind", ObservationFilter, StatusFilter, HostFilter)
     search_fields = ("url",)
     raw_id_fields = ("host", "referrer")
     actions = ["recrawl_now"]
     fieldsets = (
-        (None, {"fields": ("url", "url_key", "host", "depth", "redirect_hops", "priority", "scopes", "referrer",
-                           "created_at")}),
+        (None, {"fields": ("url", "url_key", "kind", "host", "depth", "redirect_hops", "priority", "scopes",
+                           "referrer", "created_at")}),
         ("Fetching", {"fields": ("state", "outcome", "attempts", "backoff_level", "next_fetch_at", "last_status",
                                  "last_fetched_at")}),
         ("Revisits", {"description": "what visits saw and when the next is planned (frontier/recrawl.py)",

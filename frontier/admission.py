@@ -21,7 +21,7 @@ from crawlerweb import stagetime
 from . import bulk, scope, seen
 from .filters import rejection_reason
 from .limits import current_limits
-from .models import CrawlScope, Host, Seed, Url, UrlState
+from .models import CrawlScope, Host, Seed, Url, UrlKind, UrlState
 from .normalize import InvalidUrl, normalize
 from .scope import ScopeSpec
 from .vocabulary import Rejection
@@ -39,6 +39,7 @@ class Candidate:
     referrer_id: int | None = None
     base: str | None = None
     scopes: str = ""
+    kind: str = UrlKind.PAGE  # a sitemap or feed is read for its links only (a URL keeps its first kind)
 
 
 @dataclass
@@ -119,7 +120,8 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
         result.verdicts.append(norm.url)
         if key in best:
             kept = best[key][1] if best[key][1].depth <= cand.depth else cand
-            cand = dataclasses.replace(kept, scopes=scope.merge_keys(best[key][1].scopes, cand.scopes))
+            kind = cand.kind if best[key][1].kind == UrlKind.PAGE else best[key][1].kind  # a link source wins
+            cand = dataclasses.replace(kept, scopes=scope.merge_keys(best[key][1].scopes, cand.scopes), kind=kind)
         best[key] = (norm, cand)
     if out_of_scope:
         scope.count_out_of_scope(out_of_scope)
@@ -144,7 +146,8 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
             quota_rejected.update(key for key, _, _ in fresh[allowed:])
             host_items = [item for item in host_items if item[0] in known_keys] + fresh[:allowed]
         for key, norm, cand in host_items:
-            rows.append((key, norm.url, host_id, cand.depth, cand.hops, -cand.depth, cand.referrer_id, cand.scopes))
+            rows.append((key, norm.url, host_id, cand.depth, cand.hops, -cand.depth, cand.referrer_id, cand.scopes,
+                         cand.kind))
     for key in quota_rejected:
         for position in positions[key]:
             result.rejected[Rejection.HOST_QUOTA] = result.rejected.get(Rejection.HOST_QUOTA, 0) + 1
@@ -310,10 +313,6 @@ def seed_rejection(url: str) -> str | None:
     except InvalidUrl as exc:
         return exc.args[0]
     return rejection_reason(norm, 0, 0, current_limits())
-
-
-
-
 
 
 def scope_summary(limit: int = 20) -> dict:

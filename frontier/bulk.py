@@ -16,7 +16,7 @@ from crawlerweb.bulksql import arrays, defaults, in_chunks, locked, marks, typed
 from .models import Host, ServerAddress, Url
 
 # The URL columns a new link brings; every other column takes its model default.
-LINK_COLUMNS = ("url_key", "url", "host_id", "depth", "redirect_hops", "priority", "referrer_id", "scopes")
+LINK_COLUMNS = ("url_key", "url", "host_id", "depth", "redirect_hops", "priority", "referrer_id", "scopes", "kind")
 _DEPTH, _SCOPES = LINK_COLUMNS.index("depth"), LINK_COLUMNS.index("scopes")
 _URLS, _HOSTS, _ADDRESSES = Url._meta.db_table, Host._meta.db_table, ServerAddress._meta.db_table
 

@@ -78,6 +78,16 @@ class ServerAddress(models.Model):
         return self.address
 
 
+class UrlKind(models.TextChoices):
+    """What a URL is read for: a page (indexed, its links followed) or a link source,
+    read for its links only (indexer/linksources.py)."""
+
+    PAGE = "page", "page"
+    SITEMAP = "sitemap", "sitemap (robots.txt or /sitemap.xml; may be a sitemap index)"
+    NESTED_SITEMAP = "nested_sitemap", "sitemap listed by a sitemap index (its own index entries not followed)"
+    FEED = "feed", "RSS or Atom feed a page announced"
+
+
 class UrlState(models.TextChoices):
     QUEUED = "queued", "queued"
     FETCHED = "fetched", "fetched (2xx)"
@@ -108,6 +118,8 @@ class Url(models.Model):
     redirect_hops = models.SmallIntegerField(default=0)
     priority = models.SmallIntegerField(default=0, help_text="higher goes first")
     state = models.CharField(max_length=16, choices=UrlState.choices, default=UrlState.QUEUED)
+    # A database default too: the previous release's inserts do not name it.
+    kind = models.CharField(max_length=16, choices=UrlKind.choices, default=UrlKind.PAGE, db_default=UrlKind.PAGE)
     outcome = models.CharField(max_length=40, blank=True, default="", help_text="why: the detail")
     attempts = models.SmallIntegerField(default=0)
     next_fetch_at = models.DateTimeField(default=timezone.now)

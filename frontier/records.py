@@ -16,7 +16,7 @@ from django.utils import timezone
 from crawlerweb import stagetime
 
 from . import bulk, recrawl
-from .models import DeadLetter, Host, Url, UrlState
+from .models import DeadLetter, Host, Url, UrlKind, UrlState
 from .outcomes import FetchReport, next_state
 from .vocabulary import Observation
 
@@ -47,10 +47,11 @@ class QueuedUrl(NamedTuple):
     payload_at: datetime | None = None
     text_hash: str = ""  # the stored copy's text fingerprint (indexer/fingerprint.py)
     simhash: int | None = None
+    kind: str = UrlKind.PAGE  # a page, or a link source (sitemap, feed)
 
 
 QUEUED_FIELDS = ("id", "url", "depth", "redirect_hops", "attempts", "scopes", "etag", "last_modified",
-                  "content_hash", "payload_at", "text_hash", "simhash")
+                  "content_hash", "payload_at", "text_hash", "simhash", "kind")
 
 
 @stagetime.timed("leases")

@@ -48,7 +48,9 @@ from .leases import (
 )
 from .limits import current_limits
 from .progress import crawl_summary, deferred_work, has_pending_work, has_work_due_within, next_due_in
+from .models import UrlKind
 from .records import (
+    MAX_SITEMAPS,
     QueuedUrl,
     queued_urls,
     record_fetch,
@@ -101,8 +103,8 @@ __all__ = [
     "HostUpdate", "HostView", "Lease", "begin_lease", "begin_leases", "claim_address", "lease_ready_hosts", "more_urls",
     "release_host", "release_hosts", "renew_leases",
     # records
-    "QueuedUrl", "queued_urls", "record_fetch", "record_fetches", "requeue_dead_letters", "save_robots",
-    "settle_unstorable",
+    "MAX_SITEMAPS", "QueuedUrl", "UrlKind", "queued_urls", "record_fetch", "record_fetches", "requeue_dead_letters",
+    "save_robots", "settle_unstorable",
     # progress and figures
     "crawl_summary", "deferred_work", "has_pending_work", "has_work_due_within", "next_due_in",
     # recrawl

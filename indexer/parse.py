@@ -23,6 +23,8 @@ _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 MAX_HEADINGS_CHARS = 10_000
+FEED_TYPES = ("application/rss+xml", "application/atom+xml", "application/rdf+xml")
+MAX_FEEDS = 4  # feeds taken from one page: a site announces one or two
 _INVISIBLE = ("script", "style", "noscript", "template", "svg", "head")
 # Elements that end a run of words: their text must not fuse with the next element's.
 _BLOCKS = (
@@ -40,6 +42,7 @@ class ParsedPage:
     links: list[str] = field(default_factory=list)  # hrefs as written, relative to `base`
     base: str = ""  # the URL links resolve against
     canonical: str = ""
+    feeds: list[str] = field(default_factory=list)  # RSS/Atom it announces (<link rel=alternate>), as written
     noindex: bool = False
     nofollow: bool = False
 
@@ -132,10 +135,11 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
     if doc is None:
         return page
 
-    # One walk for the robots metas, the first <title>, the first canonical <link> and the
-    # first <base href> (each as the separate searches found it: the root element excluded
-    # from title and base, as .find(".//…") excludes it).
+    # One walk for the robots metas, the first <title>, the first canonical <link>, the feeds
+    # (<link rel=alternate>) and the first <base href> (each as the separate searches found
+    # it: the root element excluded from title and base, as .find(".//…") excludes it).
     title = canonical = base_el = None
+    feeds = []
     for el in doc.iter("meta", "title", "link", "base"):
         tag = el.tag
         if tag == "meta":
@@ -144,8 +148,12 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
                 page.noindex |= bool(directives & {"noindex", "none"})
                 page.nofollow |= bool(directives & {"nofollow", "none"})
         elif tag == "link":
-            if canonical is None and "canonical" in (el.get("rel") or "").lower().split() and el.get("href"):
+            rel = (el.get("rel") or "").lower().split()
+            if canonical is None and "canonical" in rel and el.get("href"):
                 canonical = el.get("href")
+            elif ("alternate" in rel and (el.get("type") or "").strip().lower() in FEED_TYPES and el.get("href")
+                  and len(feeds) < MAX_FEEDS and el.get("href") not in feeds):
+                feeds.append(el.get("href"))
         elif tag == "title":
             if title is None and el is not doc:
                 title = el
@@ -159,6 +167,7 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
     if base_el is not None:
         page.base = _safe_join(url, base_el.get("href")) or url
     if not page.nofollow:
+        page.feeds = feeds
         seen = set()
         for el in doc.iter("a", "area"):
             href = el.get("href")
@@ -187,6 +196,29 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
         body_el = doc.find("body")
         page.text = _text(body_el if body_el is not None else doc)[:max_chars]
     return page
+
+
+# X-Robots-Tag directives that carry a value after a colon ("unavailable_after: <date>"): not
+# a crawler's name.
+_VALUED_DIRECTIVES = frozenset({"unavailable_after", "max-snippet", "max-image-preview", "max-video-preview"})
+
+
+def header_directives(value: str, token: str) -> tuple[bool, bool]:
+    """(noindex, nofollow) from an X-Robots-Tag header (several are joined by commas): the
+    directives for every crawler, and those after "<token>:" for ours (the robots.txt
+    product token, or "crawlerweb" as the meta tag's name); another crawler's are not ours."""
+    noindex = nofollow = False
+    agent = None
+    for part in value.lower().split(","):
+        name, colon, rest = part.partition(":")
+        if colon and name.strip() not in _VALUED_DIRECTIVES:  # "otherbot: noindex": that crawler's from here on
+            agent, part = name.strip(), rest
+        if agent is not None and agent not in (token, "crawlerweb"):
+            continue
+        directive = part.strip()
+        noindex |= directive in ("noindex", "none")
+        nofollow |= directive in ("nofollow", "none")
+    return noindex, nofollow
 
 
 def _safe_join(base: str, href: str) -> str:

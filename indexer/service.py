@@ -22,11 +22,12 @@ from django.utils import timezone
 from crawlerweb import stagetime
 from frontier.vocabulary import Observation, PageDetail
 
-from . import bulk, textstore
+from . import bulk, linksources, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint
+from .linksources import LinkSource
 from .models import Document
-from .parse import ParsedPage, parse_html
+from .parse import ParsedPage, header_directives, parse_html
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
@@ -46,11 +47,25 @@ class PreparedPage:
     fingerprint: Fingerprint | None = None  # of the extracted text (None: not HTML)
     index: tuple | None = None  # the search backend's row for it (SearchBackend.prepare), if prepared
     stored_text: str | bytes | None = None  # its text as the database keeps it (indexer/textstore.py), if prepared
+    source: LinkSource | None = None  # a sitemap or feed, read for its links only (not a document)
 
     @property
     def links(self) -> list[str]:
-        """Links as written in the page; they resolve against `base`."""
-        return self.parsed.links if self.parsed is not None else []
+        """Links as written in the page (or listed by the sitemap or feed); they resolve
+        against `base`."""
+        if self.parsed is not None:
+            return self.parsed.links
+        return self.source.links if self.source is not None else []
+
+    @property
+    def feeds(self) -> list[str]:
+        """The RSS/Atom feeds the page announces, as written (CRAWLER_FEEDS)."""
+        return self.parsed.feeds if self.parsed is not None and settings.CRAWLER_FEEDS else []
+
+    @property
+    def lists_sitemaps(self) -> bool:
+        """A sitemap index: its links are sitemaps, not pages."""
+        return self.source is not None and self.source.kind == linksources.SITEMAP_INDEX
 
     @property
     def base(self) -> str:
@@ -75,17 +90,50 @@ def looks_binary(body: bytes) -> bool:
 
 def prepare_page(url_id: int, url: str, status: int, content_type: str, charset: str | None,
                  body: bytes, archived: tuple[str, int, int] | None = None,
-                 body_hash: str | None = None) -> PreparedPage:
-    """Hash (unless the caller did: body_hash) and parse one response; no database access."""
+                 body_hash: str | None = None, robots_header: str = "", robots_token: str = "") -> PreparedPage:
+    """Hash (unless the caller did: body_hash) and parse one response; no database access.
+    robots_header: the response's X-Robots-Tag, honoured like the meta tag (for every
+    crawler, or for `robots_token`)."""
     parsed = None
     if content_type in HTML_TYPES and not looks_binary(body):
         parsed = parse_html(
             body, url, charset,
             max_links=settings.CRAWLER_MAX_LINKS_PER_PAGE, max_chars=settings.CRAWLER_MAX_INDEX_CHARS,
         )
+        noindex, nofollow = header_directives(robots_header, robots_token) if robots_header else (False, False)
+        parsed.noindex |= noindex
+        if nofollow:
+            parsed.nofollow, parsed.links, parsed.feeds = True, [], []
     text = fingerprint(parsed.title, parsed.headings, parsed.text) if parsed is not None else None
     return PreparedPage(url_id, url, status, content_type, body_hash or content_hash(body), len(body), parsed,
                         archived, text)
+
+
+def prepare_source(url_id: int, url: str, status: int, content_type: str, body: bytes, body_hash: str,
+                   kind: str, nested: bool = False) -> PreparedPage:
+    """Read a sitemap (kind "sitemap") or a feed ("feed") for its links; no database access.
+    `nested`: a sitemap a sitemap index listed, whose own index entries are not followed
+    (sitemaps.org allows one level)."""
+    limits = {"max_urls": settings.CRAWLER_SITEMAP_MAX_URLS, "max_bytes": settings.CRAWLER_SITEMAP_MAX_BYTES}
+    source = linksources.read_feed(body, **limits) if kind == linksources.FEED else \
+        linksources.read_sitemap(body, **limits)
+    if nested and source.kind == linksources.SITEMAP_INDEX:
+        source.links, source.kind = [], NESTED_INDEX
+    return PreparedPage(url_id, url, status, content_type, body_hash, len(body), None, source=source)
+
+
+NESTED_INDEX = "nested_index"  # a sitemap index listed by a sitemap index: not followed
+
+
+def source_detail(source: LinkSource) -> str:
+    """What became of a sitemap or feed: its kind (or not_a_link_source), and whether it was
+    cut short (:truncated) or broke off (:malformed): the links before the fault are kept."""
+    detail = source.kind or "not_a_link_source"
+    if source.truncated:
+        detail += ":truncated"
+    if source.malformed:
+        detail += ":malformed"
+    return detail
 
 
 def prepare_index(page: PreparedPage) -> None:
@@ -126,7 +174,8 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
 
     Returns url id -> detail: indexed | duplicate | noindex | not_html.
     """
-    details = {p.url_id: PageDetail.NOT_HTML for p in pages if p.parsed is None}
+    details = {p.url_id: source_detail(p.source) if p.source is not None else PageDetail.NOT_HTML
+               for p in pages if p.parsed is None}
     html = [p for p in pages if p.parsed is not None]
     if not html:
         return details

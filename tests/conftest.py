@@ -29,6 +29,9 @@ TEST_SETTINGS = dict(
     # suite's many short crawls costs more than they parse. tests/test_parsepool.py and the
     # crawl test it names run the pool.
     CRAWLER_PARSE_PROCESSES=0,
+    # No /sitemap.xml asked of every host: the suite's crawls count their requests exactly.
+    # The sitemap tests (tests/test_hostile_web.py) turn it on.
+    CRAWLER_SITEMAP_GUESS=False,
 )
 
 

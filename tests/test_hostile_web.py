@@ -9,7 +9,14 @@ import resource
 
 import pytest
 
-from bench.sampleweb.hostile import MANY_LINKS, PAGE_CASES, hostile_web, odd_links
+from bench.sampleweb.hostile import (
+    FEED_PAGE_LINKS,
+    MANY_LINKS,
+    PAGE_CASES,
+    SITEMAP_PAGES,
+    hostile_web,
+    odd_links,
+)
 from fetch.runners import run_embedded
 from frontier import service
 from frontier.models import DeadLetter, Host, Url
@@ -51,6 +58,9 @@ EXPECTED = {
     "/deep-nesting": ("fetched", "indexed"),
     "/many-links": ("fetched", "indexed"),
     "/odd-links": ("fetched", "indexed"),
+    "/x-robots-noindex": ("fetched", "noindex"),
+    "/x-robots-nofollow": ("fetched", "indexed"),
+    "/x-robots-otherbot": ("fetched", "indexed"),
 }
 RETRIED = ("/slow-drip", "/huge-header", "/endless-headers", "/bad-status", "/reset-mid-body")
 
@@ -65,6 +75,7 @@ def crawled(django_db_setup, django_db_blocker, module_test_settings):
         CRAWLER_MAX_ATTEMPTS=2, CRAWLER_RETRY_BASE_DELAY=0.2, CRAWLER_DEFAULT_DELAY=0.0,
         CRAWLER_MAX_LINKS_PER_PAGE=MAX_LINKS, CRAWLER_MAX_URLS_PER_HOST=QUOTA, CRAWLER_MAX_CRAWL_DELAY=1.0,
         CRAWLER_ROBOTS_ERROR_SECONDS=0.3, CRAWLER_POLITENESS_SCOPE="host", CRAWLER_DEPTH_LIMIT=3,
+        CRAWLER_SITEMAP_MAX_BYTES=BODY_CAP, CRAWLER_SITEMAP_GUESS=True,
     )
     with django_db_blocker.unblock(), override_settings(**overrides), pytest.MonkeyPatch.context() as mp:
         install_fake_dns(mp)  # no name resolves (bücher.example): the internet's part
@@ -77,7 +88,8 @@ def crawled(django_db_setup, django_db_blocker, module_test_settings):
                 web.url("/ok", "robots_503"), web.url("/ok", "robots_404"),
                 web.url("/ok", "robots_redirect"), web.url("/blocked-by-other/1", "robots_redirect"),
                 web.url("/ok", "robots_garbage"), web.url("/ok", "robots_huge_delay"),
-                web.url("/calendar?day=1", "trap"),
+                web.url("/ok", "robots_redirect_loop"),
+                web.url("/calendar?day=1", "trap"), web.url("/", "sitemaps"),
             ], service.ScopeSpec("web"))  # its links lead to other hosts on purpose (IDN, the trap)
             before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
             stats = run_embedded(threads=4, max_seconds=240)
@@ -147,6 +159,16 @@ def test_deep_nesting_is_parsed_and_many_links_are_capped(crawled):
     assert Document.objects.filter(address=normalize(web.url("/deep-nesting")).url).exists()
 
 
+def test_x_robots_tag_is_honoured_like_the_meta_tag(crawled):
+    web, _, _ = crawled
+    assert not Document.objects.get(url=row(web.url("/x-robots-noindex"))).indexed
+    assert Document.objects.get(url=row(web.url("/x-robots-otherbot"))).indexed  # another crawler's directive
+    # each page links to a page of its own: nofollow in the header keeps its link out
+    behind = {path: Url.objects.filter(url=normalize(web.url(f"/fine/behind{path}")).url).exists()
+              for path in ("/x-robots-noindex", "/x-robots-nofollow", "/x-robots-otherbot")}
+    assert behind == {"/x-robots-noindex": True, "/x-robots-nofollow": False, "/x-robots-otherbot": True}
+
+
 def test_robots_txt_misbehaviour(crawled):
     web, _, _ = crawled
     hosts = {h.origin: h for h in Host.objects.all()}
@@ -163,6 +185,12 @@ def test_robots_txt_misbehaviour(crawled):
     # a redirect to another host is followed, and that file is obeyed
     assert row(web.url("/blocked-by-other/1", "robots_redirect")).state == "robots_blocked"
     assert row(web.url("/ok", "robots_redirect")).state == "fetched"
+    # more redirects than the five followed: unavailable, i.e. allow all (RFC 9309 2.3.1.2),
+    # and the file at the end of the chain is never read
+    assert row(web.url("/ok", "robots_redirect_loop")).state == "fetched"
+    assert hosts[web.base["robots_redirect_loop"]].robots_error == ""
+    assert web.requests_for("/robots-hop/5", "robots_redirect_loop") == 1
+    assert web.requests_for("/robots-hop/6", "robots_redirect_loop") == 0
     # garbage bytes parse as no rules
     assert row(web.url("/ok", "robots_garbage")).state == "fetched"
     # an absurd Crawl-delay is capped by CRAWLER_MAX_CRAWL_DELAY
@@ -188,3 +216,39 @@ def test_calendar_trap_stops_at_the_per_host_quota(crawled):
     trap = Host.objects.get(origin=web.base["trap"])
     assert Url.objects.filter(host=trap).count() == QUOTA
     assert Url.objects.filter(host=trap).exclude(last_fetched_at=None).count() == QUOTA
+
+
+# sitemap or feed path on the "sitemaps" persona -> (kind, state, outcome)
+SOURCES = {
+    "/sitemap-index.xml": ("sitemap", "fetched", "sitemap_index"),  # named (relative) by robots.txt
+    "/sitemap-a.xml": ("nested_sitemap", "fetched", "sitemap"),
+    "/sitemap-b.xml.gz": ("nested_sitemap", "fetched", "sitemap"),  # gzip, served as application/x-gzip
+    "/sitemap-nested-index.xml": ("nested_sitemap", "fetched", "nested_index"),  # one level only
+    "/sitemap-text.txt": ("sitemap", "fetched", "text_sitemap"),
+    "/sitemap-laughs.xml": ("sitemap", "fetched", "sitemap:malformed"),  # billion laughs: nothing expanded
+    "/sitemap-xxe.xml": ("sitemap", "fetched", "sitemap"),  # external entities: neither read nor fetched
+    "/sitemap-bomb.xml.gz": ("sitemap", "fetched", "sitemap:truncated:malformed"),  # inflated to the cap only
+    "/sitemap-not-xml.xml": ("sitemap", "fetched", "not_a_link_source"),
+    "/feed.rss": ("feed", "fetched", "feed"),
+    "/atom.xml": ("feed", "fetched", "feed"),
+}
+
+
+def test_sitemaps_and_feeds_are_read_for_their_links_within_bounds(crawled):
+    web, _, _ = crawled
+    recorded = {path: (r.kind, r.state, r.outcome) for path in SOURCES for r in [row(web.url(path, "sitemaps"))]}
+    assert recorded == SOURCES
+    # Every page listed only in a sitemap or a feed was fetched and indexed.
+    listed = [f"{prefix}{n}" for prefix in ("/only-in-sitemap-a/", "/only-in-sitemap-b/", "/only-in-text/",
+                                            *FEED_PAGE_LINKS) for n in range(SITEMAP_PAGES)]
+    assert {path: (row(web.url(path, "sitemaps")).state, row(web.url(path, "sitemaps")).outcome)
+            for path in listed} == {path: ("fetched", "indexed") for path in listed}
+    # Link sources are not documents; the nested index's entry was never asked for.
+    assert not Document.objects.filter(url__kind__in=["sitemap", "nested_sitemap", "feed"]).exists()
+    assert web.requests_for("/sitemap-too-deep.xml", "sitemaps") == 0
+    # XXE: no file was read into a URL, no request was made for the external entity.
+    assert web.requests_for("/xxe-fetched", "sitemaps") == 0
+    assert not Url.objects.filter(url__contains="root:").exists()
+    # A host whose robots.txt names no sitemap is asked for /sitemap.xml once: a 404 is final.
+    assert web.requests_for("/sitemap.xml") == 1
+    assert (row(web.url("/sitemap.xml")).kind, row(web.url("/sitemap.xml")).state) == ("sitemap", "gone")

@@ -226,6 +226,9 @@ def test_the_crawler_obeys_only_the_group_meant_for_it(settings):
         run_embedded(threads=1, max_seconds=20)
     assert (hits["/public"], hits["/private/x"]) == (1, 0)
     assert dict(Url.objects.values_list("url", "state")) == {
-        origin + "/public": "fetched", origin + "/private/x": "robots_blocked"}
+        origin + "/public": "fetched", origin + "/private/x": "robots_blocked", origin + "/sitemap.xml": "fetched"}
     host = Host.objects.get()
     assert (host.crawl_delay, host.robots_sitemaps) == (0.01, "/sitemap.xml")
+    # The sitemap it names was read as one (it is HTML here: no links, not indexed).
+    sitemap = Url.objects.get(url=origin + "/sitemap.xml")
+    assert (sitemap.kind, sitemap.outcome, hits["/sitemap.xml"]) == ("sitemap", "not_a_link_source", 1)

@@ -40,6 +40,12 @@ class Entry(NamedTuple):
     def is_robots(self) -> bool:
         return self.path == "/robots.txt"
 
+    @property
+    def is_sitemap_guess(self) -> bool:
+        """/sitemap.xml, which a crawler may ask of a host whose robots.txt names no
+        sitemap (the sample web has none): like robots.txt, not a page."""
+        return self.path == "/sitemap.xml"
+
 
 def read_log(log_path) -> list[Entry]:
     """Parse the log; malformed lines (e.g. a torn last line) are skipped."""
@@ -79,6 +85,7 @@ def audit_log(log_path, web, default_delay: float, tolerance: float = 0.005,
     counts: Counter = Counter()
     retried: Counter = Counter()
     robots: Counter = Counter()
+    sitemap_guesses = 0
     statuses: Counter = Counter()
     disallowed = set()
     for entry in entries:
@@ -86,6 +93,9 @@ def audit_log(log_path, web, default_delay: float, tolerance: float = 0.005,
         statuses[str(entry.status)] += 1
         if entry.is_robots:
             robots[entry.netloc] += 1
+            continue
+        if entry.is_sitemap_guess:
+            sitemap_guesses += 1
             continue
         url = entry.url
         counts[url] += 1
@@ -133,6 +143,7 @@ def audit_log(log_path, web, default_delay: float, tolerance: float = 0.005,
         "fetched": sorted(fetched),
         "duplicate_fetches": duplicates,
         "robots_fetches": dict(sorted(robots.items())),
+        "sitemap_guesses": sitemap_guesses,
         "robots_disallowed_fetched": sorted(disallowed),
         "max_in_flight": max_in_flight,
         "in_flight_violations": in_flight_violations,

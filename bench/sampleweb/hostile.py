@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gzip
 import os
 import socket
 import socketserver
@@ -34,7 +35,8 @@ TRAP_VARIANTS = 2_000
 
 # persona -> what its robots.txt does (pages on every persona behave the same)
 PERSONAS = ("main", "robots_huge", "robots_503", "robots_404", "robots_redirect", "robots_garbage",
-            "robots_huge_delay", "trap", "slow")
+            "robots_huge_delay", "robots_redirect_loop", "trap", "slow", "sitemaps")
+ROBOTS_HOPS = 8  # redirects before robots_redirect_loop's robots.txt (RFC 9309 asks for at least five)
 SLOW_SECONDS = 0.3  # every response of the "slow" persona takes this long
 
 # path on the main persona -> what it does. The tests hold the expected outcomes.
@@ -64,7 +66,54 @@ PAGE_CASES = {
     "/odd-links": "links to IDN hosts, credentials, an over-long URL, session ids, repeated segments",
     "/ssrf-links": "links to PostgreSQL and Redis on loopback, by address and by a name that resolves there",
     "/redirect-postgres": "redirect to PostgreSQL's port on loopback",
+    "/x-robots-noindex": "X-Robots-Tag: noindex",
+    "/x-robots-nofollow": "X-Robots-Tag: nofollow, on a page with a link found nowhere else",
+    "/x-robots-otherbot": "X-Robots-Tag: otherbot: noindex (another crawler's directive)",
 }
+
+# The "sitemaps" persona: its robots.txt names these sitemaps; no page links to the pages
+# they list. The index lists SITEMAP_CHILDREN; the nested index's entry must not be read.
+SITEMAP_PAGES = 5  # pages per listing sitemap
+SITEMAPS_IN_ROBOTS = ("/sitemap-index.xml", "/sitemap-text.txt", "/sitemap-laughs.xml", "/sitemap-xxe.xml",
+                      "/sitemap-bomb.xml.gz", "/sitemap-not-xml.xml")
+SITEMAP_CHILDREN = ("/sitemap-a.xml", "/sitemap-b.xml.gz", "/sitemap-nested-index.xml")
+FEED_PAGE_LINKS = ("/from-rss/", "/from-atom/")  # the feeds' item links, SITEMAP_PAGES each
+
+
+def _urlset(base: str, prefix: str) -> bytes:
+    entries = "".join(f"<url><loc>{base}{prefix}{n}</loc><lastmod>2026-01-0{n + 1}</lastmod></url>"
+                      for n in range(SITEMAP_PAGES))
+    return ('<?xml version="1.0" encoding="UTF-8"?>'
+            f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>').encode()
+
+
+def _sitemap_index(base: str, paths) -> bytes:
+    entries = "".join(f"<sitemap><loc>{base}{path}</loc></sitemap>" for path in paths)
+    return ('<?xml version="1.0" encoding="UTF-8"?>'
+            f'<sitemapindex xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</sitemapindex>').encode()
+
+
+def _laughs() -> bytes:
+    entities = '<!ENTITY lol "lol">' + "".join(
+        f'<!ENTITY lol{i} "{f"&lol{i - 1};" * 10 if i > 1 else "&lol;" * 10}">' for i in range(1, 10))
+    return (f'<?xml version="1.0"?><!DOCTYPE urlset [{entities}]>'
+            '<urlset><url><loc>http://example.com/&lol9;</loc></url></urlset>').encode()
+
+
+def _xxe(base: str) -> bytes:
+    return ('<?xml version="1.0"?><!DOCTYPE urlset [<!ENTITY file SYSTEM "file:///etc/passwd">'
+            f'<!ENTITY net SYSTEM "{base}/xxe-fetched">]>'
+            f'<urlset><url><loc>{base}/xxe/&file;</loc></url><url><loc>&net;</loc></url></urlset>').encode()
+
+
+@functools.lru_cache(maxsize=None)
+def _sitemap_bomb() -> bytes:
+    """gzip: an endless-looking urlset inflating to BOMB_BYTES."""
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 31)
+    head = compressor.compress(b"<urlset>")
+    spaces = b" " * (1 << 20)
+    return head + b"".join([compressor.compress(spaces) for _ in range(BOMB_BYTES >> 20)] + [compressor.flush()])
+
 
 SSRF_TARGETS = ("http://127.0.0.1:5432/", "http://127.0.0.1:6379/", "http://db.internal.example:6379/")
 
@@ -159,14 +208,16 @@ class _Handler(socketserver.BaseRequestHandler):
     # --- the cases -----------------------------------------------------------------------
     def respond(self, path: str) -> bool:
         persona, base = self.server.persona, self.server.base
-        if path == "/robots.txt":
-            return self.robots(persona)
+        if path == "/robots.txt" or (persona == "robots_redirect_loop" and path.startswith("/robots-hop/")):
+            return self.robots(persona, path)
         if path == "/other-robots.txt":
             return self.page(b"User-agent: *\nDisallow: /blocked-by-other/\n", "text/plain")
         if persona == "trap" and path.startswith("/calendar"):
             day = int(path.rsplit("=", 1)[1]) if "=" in path else 1
             links = "".join(f'<a href="/calendar?day={day + n}">day {day + n}</a>' for n in range(1, TRAP_VARIANTS))
             return self.page(_html(f"Day {day}", links))
+        if persona == "sitemaps":
+            return self.sitemaps(path, base)
         if path.startswith(("/ok", "/late/", "/early/", "/blocked-by-other/", "/fine/")):
             return self.page(_html(f"fine page {path} of {persona}"))
         if path == "/big-length":
@@ -233,6 +284,11 @@ class _Handler(socketserver.BaseRequestHandler):
             return self.page(_html("many links", links))
         if path == "/ssrf-links":
             return self.page(_html("ssrf", "".join(f'<a href="{href}">x</a>' for href in SSRF_TARGETS)))
+        if path.startswith("/x-robots-"):
+            header = {"/x-robots-noindex": "noindex", "/x-robots-nofollow": "nofollow",
+                      "/x-robots-otherbot": "otherbot: noindex"}.get(path)
+            if header:
+                return self.page(_html(path, f'<a href="/fine/behind{path}">x</a>'), headers=[("X-Robots-Tag", header)])
         if path == "/redirect-postgres":
             return self.redirect("http://127.0.0.1:5432/from-redirect")
         if path == "/odd-links":
@@ -241,7 +297,52 @@ class _Handler(socketserver.BaseRequestHandler):
             return self.page(_html("odd links", links))
         return self.send(404, _html("not found"), [("Content-Type", "text/html")], reason="Not Found")
 
-    def robots(self, persona: str) -> bool:
+    def sitemaps(self, path: str, base: str) -> bool:
+        """The sitemaps persona: sitemaps of every kind, hostile ones, and a page with feeds."""
+        xml = "application/xml"
+        if path == "/":
+            return self.page(_html("sitemaps home", '<a href="/feed-page">feeds</a>'))
+        if path == "/feed-page":
+            head = ('<link rel="alternate" type="application/rss+xml" href="/feed.rss">'
+                    '<link rel="alternate" type="application/atom+xml" href="atom.xml">')
+            return self.page(f"<html><head><title>feeds</title>{head}</head><body>a page with feeds</body></html>"
+                             .encode())
+        if path == "/feed.rss":
+            items = "".join(f"<item><title>{n}</title><link>{base}/from-rss/{n}</link></item>"
+                            for n in range(SITEMAP_PAGES))
+            return self.page(f'<rss version="2.0"><channel><link>{base}/</link>{items}</channel></rss>'.encode(),
+                             "application/rss+xml")
+        if path == "/atom.xml":
+            entries = "".join(f'<entry><link rel="alternate" href="/from-atom/{n}"/></entry>'
+                              for n in range(SITEMAP_PAGES))
+            return self.page(f'<feed xmlns="http://www.w3.org/2005/Atom">{entries}</feed>'.encode(),
+                             "application/atom+xml")
+        if path == "/sitemap-index.xml":
+            return self.page(_sitemap_index(base, SITEMAP_CHILDREN), xml)
+        if path == "/sitemap-a.xml":
+            return self.page(_urlset(base, "/only-in-sitemap-a/"), "text/xml")
+        if path == "/sitemap-b.xml.gz":
+            return self.page(gzip.compress(_urlset(base, "/only-in-sitemap-b/")), "application/x-gzip")
+        if path == "/sitemap-nested-index.xml":
+            return self.page(_sitemap_index(base, ["/sitemap-too-deep.xml"]), xml)
+        if path == "/sitemap-too-deep.xml":
+            return self.page(_urlset(base, "/too-deep/"), xml)
+        if path == "/sitemap-text.txt":
+            return self.page("".join(f"{base}/only-in-text/{n}\n" for n in range(SITEMAP_PAGES)).encode(),
+                             "text/plain")
+        if path == "/sitemap-laughs.xml":
+            return self.page(_laughs(), xml)
+        if path == "/sitemap-xxe.xml":
+            return self.page(_xxe(base), xml)
+        if path == "/sitemap-bomb.xml.gz":
+            return self.page(_sitemap_bomb(), "application/gzip")
+        if path == "/sitemap-not-xml.xml":
+            return self.page(_html("not a sitemap"), "text/html")
+        if path.startswith(("/only-in-", "/from-", "/too-deep/", "/xxe")):
+            return self.page(_html(f"listed page {path}"))
+        return self.send(404, _html("not found"), [("Content-Type", "text/html")], reason="Not Found")
+
+    def robots(self, persona: str, path: str = "/robots.txt") -> bool:
         if persona == "robots_huge":
             filler = b"# padding\n" * (HUGE_ROBOTS_BYTES // 10)
             body = b"User-agent: *\nDisallow: /early/\n" + filler + b"Disallow: /late/\n"
@@ -254,8 +355,17 @@ class _Handler(socketserver.BaseRequestHandler):
             return self.redirect(f"{self.server.peers['main']}/other-robots.txt")
         if persona == "robots_garbage":
             return self.page(os.urandom(4096), "text/plain")
+        if persona == "robots_redirect_loop":  # more hops than RFC 9309's five, then a file that disallows all
+            hop = int(path.rsplit("/", 1)[1]) if path.startswith("/robots-hop/") else 0
+            if hop < ROBOTS_HOPS:
+                return self.redirect(f"/robots-hop/{hop + 1}")
+            return self.page(b"User-agent: *\nDisallow: /\n", "text/plain")
         if persona == "robots_huge_delay":
             return self.page(b"User-agent: *\nCrawl-delay: 99999999\nDisallow:\n", "text/plain")
+        if persona == "sitemaps":
+            lines = "".join(f"Sitemap: {path if n == 0 else self.server.base + path}\n"  # the first one relative
+                            for n, path in enumerate(SITEMAPS_IN_ROBOTS))
+            return self.page(f"User-agent: *\nDisallow: /private/\n{lines}".encode(), "text/plain")
         return self.page(b"User-agent: *\nDisallow: /private/\n", "text/plain")
 
 
@@ -312,6 +422,7 @@ def hostile_web(big_bytes: int = 2 << 20, address: str = "127.0.0.1"):
         # Compressed once, before serving: made on first request, a bomb took the server
         # 2.5 s, longer than the tests' deadline, and the case became a timeout.
         _bomb(encoding)
+    _sitemap_bomb()
     web = HostileWeb(big_bytes, address)
     web.start()
     try:

@@ -1,0 +1,158 @@
+"""Sitemaps and feeds: responses read for their links only, never indexed.
+
+A sitemap (sitemaps.org) is a `<urlset>` of `<url><loc>`, a `<sitemapindex>` of
+`<sitemap><loc>` (more sitemaps), or a plain text file of one URL per line, possibly
+gzip-compressed; a feed is RSS 2.0 / RSS 1.0 (RDF) `<item><link>` or Atom
+`<entry><link href>`. The bytes come from the fetch path (the host's session: politeness,
+robots.txt, the SSRF guard and the body cap already applied); this module only reads them.
+
+Safety contract, for bytes written by anyone:
+- no entity is expanded and no DTD loaded (billion laughs and XXE read as nothing), no
+  network and no file access (lxml's parser with resolve_entities/load_dtd off, no_network);
+- a gzip body is inflated to at most `max_bytes` (a bomb is cut there: `truncated`);
+- at most `max_urls` links per document (sitemaps.org: 50,000), each at most 2,048
+  characters; malformed or cut-off XML yields the links read before the fault.
+The caller records the outcome; nothing here raises on bad input.
+"""
+
+import io
+import zlib
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from crawlerweb import stagetime
+
+SITEMAP, SITEMAP_INDEX, FEED, TEXT_SITEMAP = "sitemap", "sitemap_index", "feed", "text_sitemap"
+MAX_URL_CHARS = 2048
+_GZIP_MAGIC = b"\x1f\x8b"
+# Elements whose text (or href) is a link, by the local name of the element and its parent.
+_SITEMAP_LOC_PARENTS = {"url": SITEMAP, "sitemap": SITEMAP_INDEX}
+_ENTRIES = frozenset({"url", "sitemap", "item", "entry"})
+
+
+@dataclass
+class LinkSource:
+    """What a sitemap or feed lists."""
+
+    kind: str = ""  # SITEMAP, SITEMAP_INDEX, FEED, TEXT_SITEMAP; "" when it is none of them
+    links: list[str] = field(default_factory=list)  # as written (absolute in a sitemap; a feed's may be relative)
+    truncated: bool = False  # cut at max_bytes or max_urls
+    malformed: bool = False  # the XML broke off: the links before the fault are kept
+
+
+def gunzip(body: bytes, max_bytes: int) -> tuple[bytes, bool]:
+    """The body inflated when it is gzip (by its magic number: servers label .gz sitemaps
+    every which way), to at most max_bytes; (bytes, cut short)."""
+    if not body.startswith(_GZIP_MAGIC):
+        return body, False
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        out = inflater.decompress(body, max_bytes + 1)
+    except zlib.error:
+        return b"", True
+    return out[:max_bytes], len(out) > max_bytes or (bool(inflater.unconsumed_tail) and len(out) >= max_bytes)
+
+
+def _local(tag) -> str:
+    return tag.rsplit("}", 1)[-1].lower() if isinstance(tag, str) else ""
+
+
+@stagetime.timed("parse")
+def read_sitemap(body: bytes, max_urls: int = 50_000, max_bytes: int = 50 * 1024 * 1024) -> LinkSource:
+    """The URLs a sitemap lists: XML (urlset or sitemapindex) or text, gzip or not."""
+    body, cut = gunzip(body, max_bytes)
+    start = body.lstrip()[:1]
+    if start == b"<":
+        source = _read_xml(body, max_urls)
+    else:
+        source = _read_text(body, max_urls)
+    source.truncated |= cut
+    return source
+
+
+@stagetime.timed("parse")
+def read_feed(body: bytes, max_urls: int = 50_000, max_bytes: int = 50 * 1024 * 1024) -> LinkSource:
+    """The item links of an RSS or Atom feed."""
+    body, cut = gunzip(body, max_bytes)
+    source = _read_xml(body, max_urls)
+    source.truncated |= cut
+    return source
+
+
+def _read_text(body: bytes, max_urls: int) -> LinkSource:
+    """sitemaps.org's text format: one absolute URL per line, UTF-8."""
+    source = LinkSource(TEXT_SITEMAP)
+    for line in body.decode("utf-8", errors="replace").splitlines():
+        line = line.strip()
+        if line.lower().startswith(("http://", "https://")) and len(line) <= MAX_URL_CHARS:
+            if len(source.links) >= max_urls:
+                source.truncated = True
+                break
+            source.links.append(line)
+    if not source.links:
+        source.kind = ""
+    return source
+
+
+def _read_xml(body: bytes, max_urls: int) -> LinkSource:
+    source = LinkSource()
+    events = etree.iterparse(io.BytesIO(body), events=("start", "end"), resolve_entities=False, load_dtd=False,
+                             no_network=True, huge_tree=False, remove_comments=True, remove_pis=True)
+    depth = 0
+    try:
+        for event, el in events:
+            if event == "start":
+                depth += 1
+                if depth == 1:
+                    source.kind = _root_kind(_local(el.tag))
+                    if not source.kind:
+                        break
+                continue
+            depth -= 1
+            link = _link_of(source.kind, el)
+            if link:
+                if len(source.links) >= max_urls:
+                    source.truncated = True
+                    break
+                source.links.append(link)
+            if _local(el.tag) in _ENTRIES:  # done with it: keep the tree small
+                el.clear(keep_tail=False)
+                while el.getprevious() is not None:
+                    del el.getparent()[0]
+    except (etree.XMLSyntaxError, ValueError):
+        source.malformed = True
+    return source
+
+
+def _root_kind(name: str) -> str:
+    if name == "urlset":
+        return SITEMAP
+    if name == "sitemapindex":
+        return SITEMAP_INDEX
+    if name in ("rss", "rdf", "feed"):
+        return FEED
+    return ""
+
+
+def _link_of(kind: str, el) -> str:
+    """The link an element closes, if it is one of the kind's link elements."""
+    name = _local(el.tag)
+    parent = el.getparent()
+    parent_name = _local(parent.tag) if parent is not None else ""
+    if kind in (SITEMAP, SITEMAP_INDEX):
+        if name != "loc" or _SITEMAP_LOC_PARENTS.get(parent_name) != kind:
+            return ""
+        return _clean(el.text)
+    if kind == FEED and parent_name in ("item", "entry"):
+        if name == "link":
+            href = el.get("href")
+            if href is not None:  # Atom: the entry's alternate (rel absent or "alternate") link
+                return _clean(href) if (el.get("rel") or "alternate") == "alternate" else ""
+            return _clean(el.text)  # RSS
+    return ""
+
+
+def _clean(text) -> str:
+    text = (text or "").strip()
+    return text if 0 < len(text) <= MAX_URL_CHARS else ""
