@@ -127,6 +127,9 @@ def analyse(result: http.FetchResult, queued: frontier.QueuedUrl) -> Analysis:
                                     body_hash=body_hash, robots_header=result.headers.get("x-robots-tag", ""),
                                     robots_token=robots.product_token())
         observation = indexer.compare_text(queued.text_hash, queued.simhash, page.fingerprint)
+        if page.parsed is not None and page.parsed.canonical and not page.parsed.noindex:
+            canonical = frontier.canonical_url(page.parsed.canonical)
+            page.canonical = canonical if canonical and canonical != queued.url else ""
         if observation not in (Observation.UNCHANGED, Observation.NOISE):
             indexer.prepare_index(page)
     except Exception:  # a page no analysis should fail on: settled, never fetched again and again
@@ -245,6 +248,7 @@ def store(results: Results) -> None:
               for page, queued, _ in results.pages for feed in page.feeds]
     if links:
         frontier.add_urls(links)
+    _admit_canonicals(results.pages)
     with transaction.atomic():
         details = indexer.store_pages([page for page, _, _ in results.pages])
         for page, queued, visit in results.pages:
@@ -258,6 +262,25 @@ def store(results: Results) -> None:
         gone = frontier.record_fetches(reports).gone
         if gone:  # gone twice in a row: the page leaves the index
             indexer.remove_pages(gone)
+
+
+def _admit_canonicals(pages: list) -> None:
+    """A page whose <link rel=canonical> names another URL: that URL enters the frontier at
+    the page's depth and the page is stored but not indexed (its text is the other's),
+    unless the other URL is refused (out of scope, filtered: then this copy is the one
+    indexed) or itself points elsewhere (a chain or a loop: broken at the second page)."""
+    pages = sorted((item for item in pages if item[0].canonical), key=lambda item: item[0].url_id)
+    if not pages:
+        return
+    admitted = frontier.add_urls([frontier.Candidate(page.canonical, queued.depth, 0, page.url_id, scopes=queued.scopes)
+                                  for page, queued, _ in pages])
+    pointing_elsewhere = {url for url, outcome in frontier.known_outcomes([page.canonical for page, _, _ in pages]).items()
+                          if outcome == PageDetail.CANONICAL_ELSEWHERE}
+    for (page, _, _), verdict in zip(pages, admitted.verdicts):
+        if verdict.startswith("rejected:") or page.canonical in pointing_elsewhere:
+            page.canonical = ""
+        else:
+            pointing_elsewhere.add(page.url)  # this batch's later pages that name it keep their text
 
 
 def _follow_redirect(target: frontier.Candidate | None) -> str:

@@ -315,6 +315,26 @@ def seed_rejection(url: str) -> str | None:
     return rejection_reason(norm, 0, 0, current_limits())
 
 
+def canonical_url(url: str, base: str | None = None) -> str | None:
+    """The frontier's form of a URL (frontier/normalize.py), or None when it has none."""
+    try:
+        return normalize(url, base).url
+    except InvalidUrl:
+        return None
+
+
+def known_outcomes(urls: list[str]) -> dict[str, str]:
+    """{URL: its outcome} of those of these canonical URLs the frontier has."""
+    keys = {}
+    for url in urls:
+        try:
+            keys[normalize(url).key] = url
+        except InvalidUrl:
+            continue
+    rows = Url.objects.filter(url_key__in=list(keys)).values_list("url_key", "outcome") if keys else []
+    return {keys[key]: outcome for key, outcome in rows}
+
+
 def scope_summary(limit: int = 20) -> dict:
     """The scopes seeds were given, most used first: for the crawl summary and `status`."""
     rows = (CrawlScope.objects.annotate(seed_count=Count("seeds")).order_by("-seed_count", "id")

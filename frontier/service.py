@@ -17,8 +17,10 @@ from .admission import (
     Candidate,
     add_seeds,
     add_urls,
+    canonical_url,
     default_scope,
     forget_caches,
+    known_outcomes,
     scope_summary,
     seed_rejection,
 )
@@ -91,8 +93,8 @@ save_scope_patterns = _scope.save_patterns
 
 __all__ = [
     # admission
-    "AdmitResult", "Candidate", "add_seeds", "add_urls", "default_scope", "forget_caches", "scope_summary",
-    "seed_rejection",
+    "AdmitResult", "Candidate", "add_seeds", "add_urls", "canonical_url", "default_scope", "forget_caches",
+    "known_outcomes", "scope_summary", "seed_rejection",
     "InvalidScope", "ScopeSpec", "parse_spec", "scope_key_taken", "save_scope_patterns",
     # steering
     "UNSET", "InvalidDomain", "LimitsChange", "canonical_domain", "origin_excluded", "resume_excluded_urls",

@@ -47,6 +47,8 @@ class PageDetail(StrEnum):
 
     INDEXED = "indexed"
     DUPLICATE = "duplicate"
+    NEAR_DUPLICATE = "near_duplicate"  # its text within CRAWLER_NEAR_DUPLICATE_BITS of an indexed page's
+    CANONICAL_ELSEWHERE = "canonical_elsewhere"  # its <link rel=canonical> names another URL, admitted instead
     NOINDEX = "noindex"
     NOT_HTML = "not_html"
     PARSE_FAILED = "parse_failed"  # its analysis crashed or hung a parse process (fetch/parsepool.py)

@@ -122,6 +122,7 @@ _MASK64 = (1 << 64) - 1
 class Fingerprint(NamedTuple):
     text_hash: str  # 32 hex characters
     simhash: int  # signed 64-bit (fits a database BIGINT)
+    words: int = 0  # of the normalized text (the near-duplicate test skips short texts)
 
 
 # --- normalization -------------------------------------------------------------------------
@@ -293,7 +294,8 @@ def hamming(a: int, b: int) -> int:
 def fingerprint(title: str, headings: str, text: str) -> Fingerprint:
     """Fingerprint(text_hash(normalized(...)), simhash64(normalized(...))), normalizing once."""
     fields = _field_words(title, headings, text)
-    return Fingerprint(_hash(_joined(fields)), _simhash_words(list(chain.from_iterable(fields))))
+    words = list(chain.from_iterable(fields))
+    return Fingerprint(_hash(_joined(fields)), _simhash_words(words), len(words))
 
 
 def compare(old_hash: str | None, old_simhash: int | None, new: Fingerprint,

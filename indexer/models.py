@@ -43,3 +43,14 @@ class ContentFingerprint(models.Model):
 
     content_hash = models.CharField(max_length=64, primary_key=True)
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+
+
+class SimhashBand(models.Model):
+    """The near-duplicate lookup (indexer/neardup.py): each indexed document's 64-bit SimHash
+    cut into CRAWLER_NEAR_DUPLICATE_BITS + 1 bands. Two SimHashes at most that many bits
+    apart agree exactly on at least one band (the pigeonhole argument of Manku, Jain & Das
+    Sarma, WWW 2007), so a page's candidates are the rows sharing one of its bands."""
+
+    band = models.BigIntegerField(db_index=True, help_text="band number << 32 | the band's bits")
+    simhash = models.BigIntegerField()
+    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")

@@ -22,7 +22,7 @@ from django.utils import timezone
 from crawlerweb import stagetime
 from frontier.vocabulary import Observation, PageDetail
 
-from . import bulk, linksources, textstore
+from . import bulk, linksources, neardup, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint
 from .linksources import LinkSource
@@ -48,6 +48,7 @@ class PreparedPage:
     index: tuple | None = None  # the search backend's row for it (SearchBackend.prepare), if prepared
     stored_text: str | bytes | None = None  # its text as the database keeps it (indexer/textstore.py), if prepared
     source: LinkSource | None = None  # a sitemap or feed, read for its links only (not a document)
+    canonical: str = ""  # the other URL its <link rel=canonical> names (frontier form); it is then not indexed
 
     @property
     def links(self) -> list[str]:
@@ -163,6 +164,7 @@ def remove_pages(url_ids: list[int]) -> int:
         indexed = list(Document.objects.filter(url_id__in=url_ids, indexed=True).values_list("id", flat=True))
         if indexed:
             get_search_backend().delete(indexed)
+            neardup.forget(indexed)
             Document.objects.filter(id__in=indexed).update(indexed=False)
     return len(indexed)
 
@@ -172,7 +174,8 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
     """Store, dedupe and index a batch of prepared pages in one transaction: a statement
     per table for the whole batch (indexer/bulk.py), the index rows as prepared.
 
-    Returns url id -> detail: indexed | duplicate | noindex | not_html.
+    Returns url id -> detail: indexed | duplicate | near_duplicate | noindex | not_html, or
+    a sitemap's or feed's (source_detail).
     """
     details = {p.url_id: source_detail(p.source) if p.source is not None else PageDetail.NOT_HTML
                for p in pages if p.parsed is None}
@@ -188,13 +191,14 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
             backend.delete(previous)
         ids = bulk.upsert_documents([
             (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p), p.content_hash, p.content_type,
-             p.status, p.size, p.parsed.noindex, not p.parsed.noindex, now, *_warc_fields(p.archived), None)
+             p.status, p.size, p.parsed.noindex, not (p.parsed.noindex or p.canonical), now,
+             *_warc_fields(p.archived), None)
             for p in html])
         claims = {}
         for p in html:  # within a batch the first document with a hash claims it
             claims.setdefault(p.content_hash, ids[p.url_id])
         originals = bulk.claim_fingerprints(claims)
-        duplicates, indexable = {}, []
+        duplicates, candidates = {}, []
         for p in html:
             document_id, original = ids[p.url_id], originals[p.content_hash]
             if original != document_id:
@@ -202,12 +206,28 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
                 details[p.url_id] = PageDetail.DUPLICATE
             elif p.parsed.noindex:
                 details[p.url_id] = PageDetail.NOINDEX
+            elif p.canonical:
+                details[p.url_id] = PageDetail.CANONICAL_ELSEWHERE
+            else:
+                candidates.append((p, document_id))
+        if previous:
+            neardup.forget(previous)
+        simhashes = {document_id: p.fingerprint.simhash for p, document_id in candidates
+                     if p.fingerprint is not None and p.fingerprint.words >= settings.CRAWLER_NEAR_DUPLICATE_MIN_WORDS}
+        near = neardup.originals(simhashes)
+        indexable = []
+        for p, document_id in candidates:
+            if document_id in near:
+                duplicates[document_id] = near[document_id]
+                details[p.url_id] = PageDetail.NEAR_DUPLICATE
             else:
                 indexable.append((document_id, p.index if p.index is not None else backend.prepare(_as_document(p))))
                 details[p.url_id] = PageDetail.INDEXED
         if duplicates:
             bulk.mark_duplicates(duplicates)
         backend.add_prepared(indexable)
+        neardup.remember({document_id: simhashes[document_id] for document_id, _ in indexable
+                          if document_id in simhashes})
     return details
 
 
@@ -243,7 +263,8 @@ def search(query: str, limit: int = 10, offset: int = 0) -> SearchResults:
 
 def reindex(batch: int = 200, progress=None) -> int:
     """Rebuild the whole full-text index from the stored documents (after the analyzer or
-    the index layout changed). Returns how many documents were indexed."""
+    the index layout changed), and the near-duplicate bands (indexer/neardup.py). Returns
+    how many documents were indexed."""
     backend = get_search_backend()
     fields = ["id", "address", "title", "headings", "body"]
     with transaction.atomic():
@@ -253,6 +274,7 @@ def reindex(batch: int = 200, progress=None) -> int:
             backend.add(list(Document.objects.filter(id__in=ids[start:start + batch]).only(*fields)))
             if progress:
                 progress(min(start + batch, len(ids)), len(ids))
+        neardup.rebuild()
     return len(ids)
 
 

@@ -250,7 +250,7 @@ def test_known_answers():
 
 
 KNOWN_SIMHASH = 1469902187296703917
-KNOWN_FINGERPRINT = Fingerprint("b765e1c6b0027cd6a02fcc311342b9bf", 1508393660870485437)
+KNOWN_FINGERPRINT = Fingerprint("b765e1c6b0027cd6a02fcc311342b9bf", 1508393660870485437, 12)
 
 
 def test_identical_inputs_identical_outputs():
@@ -263,7 +263,7 @@ def test_fingerprint_is_text_hash_and_simhash_of_normalized():
     for old, new in edits(5).values():
         for title, headings, text in ((TITLE, HEADINGS, old), ("", "", new), ("Ünïcode Tïtle", "", "ΣΊΣΥΦΟΣ " + new)):
             norm = normalized(title, headings, text)
-            assert fingerprint(title, headings, text) == Fingerprint(text_hash(norm), simhash64(norm))
+            assert fingerprint(title, headings, text) == Fingerprint(text_hash(norm), simhash64(norm), len(norm.split()))
 
 
 def test_stable_across_processes():

@@ -1,0 +1,110 @@
+"""Near-duplicates across URLs: a page whose text is within CRAWLER_NEAR_DUPLICATE_BITS
+SimHash bits of an indexed page's is stored as a duplicate of it and not indexed, so search
+shows one result for one text (a mirror, a printer-friendly copy, the same article under
+two paths). Exact duplicates (the same bytes) are caught before, by the content hash.
+
+The SimHash (indexer/fingerprint.py) measures the fraction of a text's word bigrams that
+differ: 3 bits is about 1 % of the text. Texts shorter than CRAWLER_NEAR_DUPLICATE_MIN_WORDS
+are not compared: a few words say too little, and a shared template would make short
+pages look alike.
+
+Lookup: k + 1 bands of the 64 bits (SimhashBand); two SimHashes at most k bits apart agree
+on one band at least, so one indexed lookup of a batch's bands finds every candidate, and
+the Hamming distance decides. Within a batch the first page (lowest document id) is the
+original. Two workers storing near-duplicates in the same instant may both index theirs
+(the exact-duplicate test has the primary key to decide; this test is best effort).
+"""
+
+from django.conf import settings
+from django.db import connection
+
+from crawlerweb.bulksql import in_chunks, marks
+
+from .fingerprint import hamming
+from .models import SimhashBand
+
+_BANDS = SimhashBand._meta.db_table
+_MASK64 = (1 << 64) - 1
+
+
+def enabled() -> bool:
+    return settings.CRAWLER_NEAR_DUPLICATE_BITS > 0
+
+
+def bands(simhash: int, bits: int) -> list[int]:
+    """The bits + 1 band keys of a SimHash: band i's number in the high half, its bits below."""
+    count = bits + 1
+    value = simhash & _MASK64
+    keys, start = [], 0
+    for i in range(count):
+        width = 64 // count + (1 if i < 64 % count else 0)
+        keys.append(i << 32 | (value >> start) & ((1 << width) - 1))
+        start += width
+    return keys
+
+
+def originals(pages: dict[int, int]) -> dict[int, int]:
+    """For {document id: SimHash} of pages about to be indexed: {document id: the id of the
+    indexed (or earlier in the batch) document whose text it nearly repeats}."""
+    bits = settings.CRAWLER_NEAR_DUPLICATE_BITS
+    if not pages or bits <= 0:
+        return {}
+    keys = {document_id: bands(simhash, bits) for document_id, simhash in pages.items()}
+    stored: dict[int, list[tuple[int, int]]] = {}  # band key -> (document id, SimHash) indexed
+    with connection.cursor() as cursor:
+        for chunk in in_chunks(sorted({key for page_keys in keys.values() for key in page_keys})):
+            cursor.execute(f"SELECT band, document_id, simhash FROM {_BANDS} WHERE band IN ({marks(len(chunk))})",
+                           chunk)
+            for band, document_id, simhash in cursor.fetchall():
+                stored.setdefault(band, []).append((document_id, simhash))
+    found = {}
+    for document_id in sorted(pages):  # the batch's own pages join the lookup in id order
+        simhash = pages[document_id]
+        best = min((other for key in keys[document_id] for other, other_hash in stored.get(key, ())
+                    if other != document_id and hamming(simhash, other_hash) <= bits), default=None)
+        if best is not None:
+            found[document_id] = best
+            continue
+        for key in keys[document_id]:
+            stored.setdefault(key, []).append((document_id, simhash))
+    return found
+
+
+def remember(pages: dict[int, int]) -> None:
+    """Index the bands of {document id: SimHash} of pages just indexed."""
+    bits = settings.CRAWLER_NEAR_DUPLICATE_BITS
+    if not pages or bits <= 0:
+        return
+    rows = sorted((key, simhash, document_id) for document_id, simhash in pages.items()
+                  for key in bands(simhash, bits))
+    with connection.cursor() as cursor:
+        cursor.executemany(f"INSERT INTO {_BANDS} (band, simhash, document_id) VALUES (%s, %s, %s)", rows)
+
+
+def forget(document_ids: list[int]) -> None:
+    """Drop the bands of documents that leave the index (or are replaced by a recrawl)."""
+    with connection.cursor() as cursor:
+        for chunk in in_chunks(sorted(document_ids)):
+            cursor.execute(f"DELETE FROM {_BANDS} WHERE document_id IN ({marks(len(chunk))})", chunk)
+
+
+def rebuild(batch: int = 5000) -> int:
+    """Bands for every indexed document, from its URL's SimHash (`manage.py reindex`: after
+    CRAWLER_NEAR_DUPLICATE_BITS changed, or for pages indexed before the bands existed;
+    those are taken whatever their length). Returns how many documents have bands."""
+    from .models import Document
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {_BANDS}")
+    if not enabled():
+        return 0
+    rows = (Document.objects.filter(indexed=True).exclude(url__simhash=None).order_by("id")
+            .values_list("id", "url__simhash"))
+    done, last = 0, 0
+    while True:
+        chunk = list(rows.filter(id__gt=last)[:batch])
+        if not chunk:
+            return done
+        remember(dict(chunk))
+        done += len(chunk)
+        last = chunk[-1][0]
