@@ -147,8 +147,10 @@ class _Collector:
         yield _labelled("crawlerweb_urls_by_status", "URLs by the HTTP status of their last fetch",
                         "status", urls["by_status"])
         yield _plain("crawlerweb_urls_fetched", "URLs fetched at least once", urls["fetched"])
-        yield _labelled("crawlerweb_queued_urls", "queued URLs by priority (higher goes first)",
+        yield _labelled("crawlerweb_queued_urls", "queued URLs by score (frontier/importance.py; higher goes first)",
                         "priority", urls["queued_by_priority"])
+        yield _labelled("crawlerweb_queued_urls_by_band", "queued URLs by score band (dispatch draws hosts by band)",
+                        "band", urls["queued_by_band"])
         yield _plain("crawlerweb_queued_due_urls", "queued URLs due now", urls["queued_due_now"])
         yield _plain("crawlerweb_retrying_urls", "queued URLs waiting for a retry", urls["retrying"])
         yield _labelled("crawlerweb_errors", "URLs whose last attempt failed, by kind", "kind",

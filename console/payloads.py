@@ -187,6 +187,38 @@ def url_limits(data: dict) -> LimitsPayload:
     return LimitsPayload(changes, list(dict.fromkeys(canonical)))
 
 
+MAX_TRUST_WEIGHT = 10_000  # score points; the score itself is a smallint
+
+
+def trusted_domains(data: dict) -> dict[str, int | None]:
+    """{"trustedDomains": [{"domain": name, "weight": n or null}, …]}: 1 to
+    CRAWLER_API_MAX_DOMAINS entries; null drops the domain. Returns domain -> weight."""
+    _only(data, ("trustedDomains",))
+    items = data.get("trustedDomains")
+    if not isinstance(items, list) or not items:
+        raise BadPayload("trustedDomains must be a non-empty array of {\"domain\": name, \"weight\": n or null}, "
+                         f"got {_kind(items)}")
+    if len(items) > settings.CRAWLER_API_MAX_DOMAINS:
+        raise BadPayload(f"{len(items)} trustedDomains; at most {settings.CRAWLER_API_MAX_DOMAINS} per request "
+                         "(CRAWLER_API_MAX_DOMAINS)")
+    weights = {}
+    for index, item in enumerate(items):
+        if not isinstance(item, dict) or set(item) - {"domain", "weight"} or "domain" not in item:
+            raise BadPayload(f"trustedDomains[{index}] must be {{\"domain\": name, \"weight\": n or null}}")
+        domain, weight = item["domain"], item.get("weight", 50)
+        if not isinstance(domain, str):
+            raise BadPayload(f"trustedDomains[{index}].domain must be a string, got {_kind(domain)}")
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, int)
+                                   or not -MAX_TRUST_WEIGHT <= weight <= MAX_TRUST_WEIGHT):
+            raise BadPayload(f"trustedDomains[{index}].weight must be an integer between {-MAX_TRUST_WEIGHT} and "
+                             f"{MAX_TRUST_WEIGHT}, or null to drop the domain")
+        try:
+            weights[frontier.canonical_domain(domain)] = weight
+        except frontier.InvalidDomain as exc:
+            raise BadPayload(f"trustedDomains[{index}]: {exc}") from None
+    return weights
+
+
 def references(data: dict, field: str, at_most: int, what: str) -> list[int | str]:
     """{field: [id or URL, …]}: 1 to at_most hosts or URLs, named by integer id or by URL
     (for hosts: the origin or any URL on it)."""

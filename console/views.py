@@ -89,6 +89,25 @@ def url_limit(request):
                                          stoppedQueuedUrls=applied.stopped_urls))
 
 
+@admin_api
+@allow_methods("GET", "POST")
+def url_trusted(request):
+    """The trusted domains (frontier/importance.py): GET lists them, POST adds, reweighs or
+    (weight null) drops some."""
+    if request.method == "POST":
+        try:
+            weights = payloads.trusted_domains(payloads.read_json_object(request))
+        except payloads.BadPayload as exc:
+            return _bad(exc)
+        try:
+            listed = frontier.set_trusted_domains(weights)
+        except DatabaseError:
+            return error(503, "the database refused the change; nothing was applied, try again")
+    else:
+        listed = frontier.trusted_domains()
+    return JsonResponse({"trustedDomains": [{"domain": domain, "weight": weight} for domain, weight in listed]})
+
+
 # ?format= names an exposition format; the Accept header it stands for picks the encoder.
 _FORMAT_ACCEPT = {"json": "application/json", "prometheus": "text/plain",
                   "openmetrics": "application/openmetrics-text"}

@@ -300,6 +300,14 @@ CRAWLER_DNS_NEGATIVE_SECONDS = envfloat("CRAWLER_DNS_NEGATIVE_SECONDS", 60.0)
 CRAWLER_DEPTH_LIMIT = envint("CRAWLER_DEPTH_LIMIT", 20)
 # Hosts one dispatcher round may lease at most.
 CRAWLER_DISPATCH_BATCH = envint("CRAWLER_DISPATCH_BATCH", 64, minimum=1)
+# Shares of a dispatch round's hosts drawn from the score bands 0, 1 and 2 (best first); a
+# band's unused share goes to the others. Under load (leases or fetch queues past 80 % of
+# their limit) the second set: the best pages first when not all can go.
+CRAWLER_DISPATCH_SHARES = envfloatlist("CRAWLER_DISPATCH_SHARES", "60,30,10")
+CRAWLER_DISPATCH_SHARES_LOADED = envfloatlist("CRAWLER_DISPATCH_SHARES_LOADED", "80,15,5")
+for _name in ("CRAWLER_DISPATCH_SHARES", "CRAWLER_DISPATCH_SHARES_LOADED"):
+    if len(globals()[_name]) != 3 or not sum(globals()[_name]):
+        raise SettingError(f"{_name}: three shares (bands 0, 1, 2), not all zero")
 # Seconds an idle dispatcher first waits before looking for ready hosts again.
 CRAWLER_DISPATCH_IDLE_WAIT = envfloat("CRAWLER_DISPATCH_IDLE_WAIT", 0.05, minimum=0.001)
 # Longest wait of an idle dispatcher (the wait doubles after each empty round).
@@ -397,6 +405,19 @@ CRAWLER_ROBOTS_MAX_BYTES = envint("CRAWLER_ROBOTS_MAX_BYTES", 512_000, minimum=1
 # URLs a crawling process remembers being in the frontier, so that links to them never
 # reach the database (frontier/seen.py); ~80 bytes each. Past it, the cache starts again.
 CRAWLER_SEEN_CACHE_SIZE = envint("CRAWLER_SEEN_CACHE_SIZE", 1_000_000, minimum=0)
+# Which pages first (frontier/importance.py): a URL's score is the sum of these points.
+# Per link of depth from the seed (negative: near pages first).
+CRAWLER_SCORE_DEPTH = envint("CRAWLER_SCORE_DEPTH", -10, minimum=-1000, maximum=1000)
+# The home page (path "/"), and a section root (one path segment).
+CRAWLER_SCORE_HOME = envint("CRAWLER_SCORE_HOME", 40, minimum=-1000, maximum=1000)
+CRAWLER_SCORE_SECTION = envint("CRAWLER_SCORE_SECTION", 10, minimum=-1000, maximum=1000)
+# Per distinct host linking to the URL (other than its own), up to CRAWLER_SCORE_INLINK_HOSTS_MAX hosts.
+CRAWLER_SCORE_INLINK_HOST = envint("CRAWLER_SCORE_INLINK_HOST", 12, minimum=0, maximum=1000)
+CRAWLER_SCORE_INLINK_HOSTS_MAX = envint("CRAWLER_SCORE_INLINK_HOSTS_MAX", 5, minimum=0, maximum=1000)
+# Scores at or above the first go to band 0, at or above the second to band 1, the rest to 2.
+CRAWLER_SCORE_BAND_HIGH = envint("CRAWLER_SCORE_BAND_HIGH", 20, minimum=-30000, maximum=30000)
+CRAWLER_SCORE_BAND_LOW = envint("CRAWLER_SCORE_BAND_LOW", -30, minimum=-30000, maximum=30000)
+CRAWLER_SCORE_BANDS = (CRAWLER_SCORE_BAND_HIGH, min(CRAWLER_SCORE_BAND_LOW, CRAWLER_SCORE_BAND_HIGH))
 # Seconds a worker holds a host for one session, pacing it itself on one connection; the
 # URLs left at the end wait for the host's next session (on any worker).
 CRAWLER_SESSION_SECONDS = envfloat("CRAWLER_SESSION_SECONDS", 60.0, minimum=0.1)
@@ -520,8 +541,9 @@ CRAWLER_RECRAWL_MAX_INTERVAL = envfloat("CRAWLER_RECRAWL_MAX_INTERVAL", 60 * 864
 CRAWLER_RECRAWL_EXPLORE_VISITS = envint("CRAWLER_RECRAWL_EXPLORE_VISITS", 3)
 CRAWLER_RECRAWL_EXPLORE_INTERVAL = envfloat("CRAWLER_RECRAWL_EXPLORE_INTERVAL", 86400.0, minimum=0.001)
 CRAWLER_RECRAWL_EXPLORE_SHARE = envfloat("CRAWLER_RECRAWL_EXPLORE_SHARE", 0.5)
-# Importance: a URL's freshness counts CRAWLER_RECRAWL_PRIORITY_WEIGHT ** priority (priority
-# is minus the link depth unless set): 1.5 makes a seed worth 1.5 times a page it links to.
+# Importance: a URL's freshness counts CRAWLER_RECRAWL_PRIORITY_WEIGHT per link of depth's
+# worth of its score (frontier/importance.py: priority / |CRAWLER_SCORE_DEPTH|): 1.5 makes a
+# page worth 1.5 times a page one link deeper, a home page (+40) five times one beside it.
 CRAWLER_RECRAWL_PRIORITY_WEIGHT = envfloat("CRAWLER_RECRAWL_PRIORITY_WEIGHT", 1.5, minimum=1.0)
 # How revisit intervals are chosen: "optimal" (freshness-optimal under the budget, Cho &
 # Garcia-Molina 2003), or the benchmark's baselines "uniform", "adaptive" (Nutch's

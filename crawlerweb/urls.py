@@ -11,6 +11,7 @@ urlpatterns = [
     # The REST API (docs/api.md, docs/openapi.yaml): API keys or staff sessions only.
     path("seed/urls", console_views.seed_urls, name="api-seed-urls"),
     path("url/limit", console_views.url_limit, name="api-url-limit"),
+    path("url/trusted", console_views.url_trusted, name="api-url-trusted"),
     path("metrics", console_views.metrics_view, name="api-metrics"),
     path("crawl", console_steering.crawl_state, name="api-crawl-state"),
     path("crawl/pause", console_steering.crawl_pause, name="api-crawl-pause"),

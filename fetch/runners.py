@@ -94,7 +94,9 @@ def run_embedded(threads: int | None = None, progress=None, max_seconds: float |
             if beat is not None:
                 stats.released += beat.tick()
             room = min(engine.room(), settings.CRAWLER_DISPATCH_BATCH)
-            leases = frontier.lease_ready_hosts(owner, room) if room > 0 else []
+            # Under load: fewer than a fifth of the engine's sessions free.
+            loaded = engine.room() < 0.2 * engine.max_sessions
+            leases = frontier.lease_ready_hosts(owner, room, loaded) if room > 0 else []
             for lease in leases:
                 engine.submit(lease)
             stats.leases += len(leases)
@@ -146,12 +148,12 @@ class _InProcessBeat:
 def dispatch_once(name: str, app) -> int:
     """One round: lease ready hosts and send each session to its host's fetch queue.
     Returns the number of sessions sent."""
-    room = dispatch_room(app)
+    room, loaded = dispatch_room(app, with_load=True)
     if room == 0:
         log.info("fetch queues at their high-water mark; not dispatching")
         return 0
     sent = 0
-    for lease in instruments.count_leases(frontier.lease_ready_hosts(name, room)):
+    for lease in instruments.count_leases(frontier.lease_ready_hosts(name, room, loaded)):
         try:
             app.send_task(SESSION_TASK, args=[lease.host_id, lease.token, lease.url_ids, lease.address],
                           queue=queue_for(lease.origin), shadow=session_task_name(lease.origin))

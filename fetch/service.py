@@ -240,12 +240,19 @@ def store(results: Results) -> None:
         outcome = _follow_redirect(redirect.target)
         reports.append((FetchReport(redirect.url_id, status=redirect.status, redirect_outcome=outcome),
                         redirect.attempts))
-    links = [frontier.Candidate(link, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes,
-                                kind=UrlKind.NESTED_SITEMAP if page.lists_sitemaps else UrlKind.PAGE)
-             for page, queued, _ in results.pages for link in page.links]
-    links += [frontier.Candidate(feed, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes,
-                                 kind=UrlKind.FEED)
-              for page, queued, _ in results.pages for feed in page.feeds]
+    links = []
+    for page, queued, _ in results.pages:
+        via = _origin(page.url)
+        kind = UrlKind.NESTED_SITEMAP if page.lists_sitemaps else UrlKind.PAGE
+        hints = page.sitemap_priorities
+        if hints is None:
+            links += [frontier.Candidate(link, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes,
+                                         kind=kind, via=via) for link in page.links]
+        else:  # a sitemap of pages: its listing (and each <priority>) is a hint, not a vote
+            links += [frontier.Candidate(link, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes,
+                                         hint=frontier.sitemap_hint(priority)) for link, priority in zip(page.links, hints)]
+        links += [frontier.Candidate(feed, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes,
+                                     kind=UrlKind.FEED, via=via) for feed in page.feeds]
     if links:
         frontier.add_urls(links)
     _admit_canonicals(results.pages)
@@ -262,6 +269,12 @@ def store(results: Results) -> None:
         gone = frontier.record_fetches(reports).gone
         if gone:  # gone twice in a row: the page leaves the index
             indexer.remove_pages(gone)
+
+
+def _origin(url: str) -> str:
+    """scheme://host[:port] of a URL in the frontier's form."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}"
 
 
 def _admit_canonicals(pages: list) -> None:

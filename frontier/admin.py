@@ -12,7 +12,7 @@ from django.utils.html import format_html
 
 from crawlerweb.adminkit import BigTableAdmin, ChoicesFilter, ReadOnlyAdmin, StatusClassFilter, YesNoFilter
 
-from . import service
+from . import importance, service
 from .models import (
     CrawlLimits,
     CrawlScope,
@@ -24,6 +24,7 @@ from .models import (
     Seed,
     ServerAddress,
     SteeringAction,
+    TrustedDomain,
     Url,
     UrlState,
 )
@@ -132,7 +133,7 @@ class WaitReasonFilter(ChoicesFilter):
 
 @admin.register(Host)
 class HostAdmin(DerivedDataAdmin):
-    list_display = ("origin", "address", "urls_link", "log_link", "paused_at", "next_fetch_at", "wait_reason",
+    list_display = ("origin", "address", "urls_link", "log_link", "band", "paused_at", "next_fetch_at", "wait_reason",
                     "crawl_delay", "response_time", "failures", "robots_status", "robots_error", "lease_owner",
                     "leased_until")
     list_filter = (PausedFilter, LeasedFilter, RobotsFilter, WaitReasonFilter)
@@ -201,10 +202,14 @@ class UrlAdmin(DerivedDataAdmin):
     list_filter = (UrlStateFilter, "kind", ObservationFilter, StatusFilter, HostFilter)
     search_fields = ("url",)
     raw_id_fields = ("host", "referrer")
+    readonly_fields = ("score_parts",)
     actions = ["recrawl_now"]
     fieldsets = (
-        (None, {"fields": ("url", "url_key", "kind", "host", "depth", "redirect_hops", "priority", "scopes",
-                           "referrer", "created_at")}),
+        (None, {"fields": ("url", "url_key", "kind", "host", "depth", "redirect_hops", "scopes", "referrer",
+                           "created_at")}),
+        ("Importance", {"description": "why this URL ranks where it does (frontier/importance.py): higher goes "
+                                       "first within its host; its host's band decides how often the host is drawn",
+                        "fields": ("priority", "score_parts", "inlink_hosts", "hint")}),
         ("Fetching", {"fields": ("state", "outcome", "attempts", "backoff_level", "next_fetch_at", "last_status",
                                  "last_fetched_at")}),
         ("Revisits", {"description": "what visits saw and when the next is planned (frontier/recrawl.py)",
@@ -224,9 +229,13 @@ class UrlAdmin(DerivedDataAdmin):
             return found, False
         return super().get_search_results(request, queryset, search_term)
 
-    @admin.display(description="priority", ordering="priority")
+    @admin.display(description="score", ordering="priority")
     def priority_words(self, url):
         return priority_in_words(url.priority)
+
+    @admin.display(description="why")
+    def score_parts(self, url):
+        return score_in_words(url)
 
     @admin.action(description="Recrawl now", permissions=["steer"])
     def recrawl_now(self, request, queryset):
@@ -235,12 +244,20 @@ class UrlAdmin(DerivedDataAdmin):
 
 
 def priority_in_words(priority: int) -> str:
-    """Priority is minus the link depth unless set (seeds 0): say what it means."""
-    if priority > 0:
-        return f"raised (+{priority})"
-    if priority == 0:
-        return "seed level (0)"
-    return f"{-priority} link{'s' if priority < -1 else ''} from a seed ({priority})"
+    """The score and the band it puts the URL in."""
+    return f"{priority} ({('high', 'middle', 'low')[importance.band(priority)]} band)"
+
+
+def score_in_words(url: Url) -> str:
+    """The score's parts as they would be computed now (the stored score was computed when
+    the URL was admitted, and raised by links from other hosts since)."""
+    parts = importance.parts(url.url, normalize(url.url).host, url.depth, url.inlink_hosts, url.hint)
+    words = [f"depth {url.depth}: {parts.depth:+d}",
+             f"{'home page' if parts.place == settings.CRAWLER_SCORE_HOME and parts.place else 'place'}: "
+             f"{parts.place:+d}",
+             f"{url.inlink_hosts} other host{'s' if url.inlink_hosts != 1 else ''} link here: {parts.inlinks:+d}",
+             f"sitemap: {parts.hint:+d}", f"trusted domain: {parts.trusted:+d}"]
+    return " · ".join(words) + f" = {parts.total} now; stored {url.priority}"
 
 
 class SeedForm(forms.ModelForm):
@@ -355,6 +372,20 @@ class ExcludedDomainForm(forms.ModelForm):
             return service.canonical_domain(self.cleaned_data["domain"])
         except service.InvalidDomain as exc:
             raise forms.ValidationError(str(exc)) from None
+
+
+@admin.register(TrustedDomain)
+class TrustedDomainAdmin(admin.ModelAdmin):
+    """Domains whose URLs (and their subdomains') are fetched sooner: `weight` score points
+    more for URLs admitted from now on (frontier/importance.py)."""
+
+    list_display = ("domain", "weight", "created_at")
+    search_fields = ("domain",)
+
+    def save_model(self, request, obj, form, change):
+        obj.domain = service.canonical_domain(obj.domain)
+        super().save_model(request, obj, form, change)
+        importance.forget_trusted()
 
 
 @admin.register(ExcludedDomain)

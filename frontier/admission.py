@@ -14,11 +14,10 @@ from typing import Iterable
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Sum
-from django.db.models.functions import Least
 
 from crawlerweb import stagetime
 
-from . import bulk, scope, seen
+from . import bulk, importance, scope, seen
 from .filters import rejection_reason
 from .limits import current_limits
 from .models import CrawlScope, Host, Seed, Url, UrlKind, UrlState
@@ -40,6 +39,8 @@ class Candidate:
     base: str | None = None
     scopes: str = ""
     kind: str = UrlKind.PAGE  # a sitemap or feed is read for its links only (a URL keeps its first kind)
+    hint: int = 0  # score points a sitemap gives it (frontier/importance.py)
+    via: str = ""  # the origin of the page it was found on: a link from another host counts for it
 
 
 @dataclass
@@ -95,6 +96,7 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
     best: dict[int, tuple] = {}  # url_key -> (NormalUrl, Candidate): shallowest wins
     positions = defaultdict(list)  # url_key -> its places in result.verdicts
     scopes_of = {}  # scope key -> its scopes, once per batch
+    referrers = defaultdict(set)  # url_key -> other hosts linking to it, not counted before
     out_of_scope = defaultdict(int)  # scope id -> links it left out
     for cand in candidates:
         try:
@@ -118,10 +120,13 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
         key = norm.key
         positions[key].append(len(result.verdicts))
         result.verdicts.append(norm.url)
+        if cand.via and cand.via != norm.origin and _inlinks.new((key, cand.via)):
+            referrers[key].add(cand.via)
         if key in best:
             kept = best[key][1] if best[key][1].depth <= cand.depth else cand
             kind = cand.kind if best[key][1].kind == UrlKind.PAGE else best[key][1].kind  # a link source wins
-            cand = dataclasses.replace(kept, scopes=scope.merge_keys(best[key][1].scopes, cand.scopes), kind=kind)
+            cand = dataclasses.replace(kept, scopes=scope.merge_keys(best[key][1].scopes, cand.scopes), kind=kind,
+                                       hint=max(cand.hint, best[key][1].hint))
         best[key] = (norm, cand)
     if out_of_scope:
         scope.count_out_of_scope(out_of_scope)
@@ -134,6 +139,7 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
             zip(items, seen.unknown([(key, cand.scopes, cand.depth) for key, (_, cand) in items])) if unknown]
     result.known = len(best) - len(todo)
     if not todo:
+        _count_inlinks(referrers)
         return result
 
     hosts, url_counts = _hosts({norm.origin for _, norm, _ in todo})
@@ -146,8 +152,10 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
             quota_rejected.update(key for key, _, _ in fresh[allowed:])
             host_items = [item for item in host_items if item[0] in known_keys] + fresh[:allowed]
         for key, norm, cand in host_items:
-            rows.append((key, norm.url, host_id, cand.depth, cand.hops, -cand.depth, cand.referrer_id, cand.scopes,
-                         cand.kind))
+            inlink_hosts = len(referrers.get(key, ()))
+            priority = importance.score(norm.url, norm.host, cand.depth, inlink_hosts, cand.hint)
+            rows.append((key, norm.url, host_id, cand.depth, cand.hops, priority, cand.referrer_id, cand.scopes,
+                         cand.kind, inlink_hosts, cand.hint))
     for key in quota_rejected:
         for position in positions[key]:
             result.rejected[Rejection.HOST_QUOTA] = result.rejected.get(Rejection.HOST_QUOTA, 0) + 1
@@ -155,11 +163,13 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
 
     inserted, existing = bulk.insert_urls(rows)
     _update_known(existing, best)
-    counts = defaultdict(int)
+    counts, bands = defaultdict(int), {}
     for row in rows:
         if row[0] in inserted:
             counts[row[2]] += 1
-    url_counts.update(bulk.add_host_counts(counts))
+            bands[row[2]] = min(bands.get(row[2], 2), importance.band(row[5]))
+    url_counts.update(bulk.add_host_counts(counts, bands))
+    _count_inlinks({key: hosts for key, hosts in referrers.items() if key not in inserted})
     # What the caches learnt holds once it is committed (a rolled-back seed list must not
     # leave its URLs "known"); outside a transaction that is now.
     remembered = [(row[0], row[7], row[3]) for row in rows]
@@ -177,6 +187,41 @@ def _by_host(todo: list[tuple], hosts: dict[str, int], url_counts: dict[int, int
     return {(host_id, url_counts.get(host_id, 0)): grouped[host_id] for host_id in sorted(grouped)}
 
 
+def _count_inlinks(referrers: dict[int, set[str]]) -> None:
+    """Known URLs found from hosts this process had not counted for them: one UPDATE for
+    the batch raises their score, and their hosts' bands with it."""
+    raised = bulk.add_inlinks({key: len(hosts) for key, hosts in referrers.items() if hosts},
+                              settings.CRAWLER_SCORE_INLINK_HOST, settings.CRAWLER_SCORE_INLINK_HOSTS_MAX)
+    bands = {}
+    for host_id, priority in raised:
+        bands[host_id] = min(bands.get(host_id, 2), importance.band(priority))
+    bulk.raise_host_bands(bands)
+
+
+class _PairsSeen:
+    """(url_key, referring origin) pairs this process has counted: a link from another host
+    raises a URL's score once per host, not once per page of it. Bounded: past LIMIT it
+    starts again (a pair may then count twice, as it may across processes)."""
+
+    LIMIT = 1_000_000
+
+    def __init__(self):
+        self.pairs: set = set()
+        self.lock = threading.Lock()
+
+    def new(self, pair) -> bool:
+        with self.lock:
+            if pair in self.pairs:
+                return False
+            if len(self.pairs) >= self.LIMIT:
+                self.pairs = set()
+            self.pairs.add(pair)
+            return True
+
+
+_inlinks = _PairsSeen()
+
+
 def _update_known(existing: dict[int, tuple[int, str, str]], best: dict[int, tuple]) -> None:
     """Rows that were there before: a URL still waiting that was found again by a shorter
     path gets that depth (its links deserve it), and one found under other scopes gains
@@ -191,9 +236,9 @@ def _update_known(existing: dict[int, tuple[int, str, str]], best: dict[int, tup
         merged = scope.merge_keys(keys, cand.scopes)
         if merged != keys:
             widened[(keys, merged)].append(key)
-    for depth, keys in sorted(shallower.items()):
-        Url.objects.filter(url_key__in=keys, state=UrlState.QUEUED).update(depth=Least(F("depth"), depth),
-                                                                           priority=-depth)
+    for depth, keys in sorted(shallower.items()):  # the score's depth part moves with the depth
+        Url.objects.filter(url_key__in=keys, state=UrlState.QUEUED, depth__gt=depth).update(
+            depth=depth, priority=F("priority") + settings.CRAWLER_SCORE_DEPTH * (depth - F("depth")))
     for (keys, merged), url_keys in sorted(widened.items()):
         Url.objects.filter(url_key__in=url_keys, state=UrlState.QUEUED, scopes=keys).update(scopes=merged)
 

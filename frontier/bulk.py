@@ -16,7 +16,8 @@ from crawlerweb.bulksql import arrays, defaults, in_chunks, locked, marks, typed
 from .models import Host, ServerAddress, Url
 
 # The URL columns a new link brings; every other column takes its model default.
-LINK_COLUMNS = ("url_key", "url", "host_id", "depth", "redirect_hops", "priority", "referrer_id", "scopes", "kind")
+LINK_COLUMNS = ("url_key", "url", "host_id", "depth", "redirect_hops", "priority", "referrer_id", "scopes", "kind",
+                "inlink_hosts", "hint")
 _DEPTH, _SCOPES = LINK_COLUMNS.index("depth"), LINK_COLUMNS.index("scopes")
 _URLS, _HOSTS, _ADDRESSES = Url._meta.db_table, Host._meta.db_table, ServerAddress._meta.db_table
 
@@ -183,24 +184,76 @@ def existing_keys(keys: list[int]) -> set[int]:
     return found
 
 
-def add_host_counts(counts: dict[int, int]) -> dict[int, int]:
-    """Add to the hosts' admitted-URL counts (the per-host quota); returns the new counts."""
+def add_host_counts(counts: dict[int, int], bands: dict[int, int] | None = None) -> dict[int, int]:
+    """Add to the hosts' admitted-URL counts (the per-host quota), and raise their score
+    band to the given one where it is better (lower); returns the new counts."""
     if not counts:
         return {}
     ids = sorted(counts)
+    bands = {i: (bands or {}).get(i, 2) for i in ids}
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
                 f"""WITH {locked(_HOSTS)}
-                    UPDATE {_HOSTS} h SET url_count = h.url_count + v.n
-                    FROM unnest(%s::bigint[], %s::integer[]) AS v(id, n), locked
+                    UPDATE {_HOSTS} h SET url_count = h.url_count + v.n, band = LEAST(h.band, v.band)
+                    FROM unnest(%s::bigint[], %s::integer[], %s::smallint[]) AS v(id, n, band), locked
                     WHERE h.id = v.id AND locked.id = v.id RETURNING h.id, h.url_count""",
-                [ids, ids, [counts[i] for i in ids]])
+                [ids, ids, [counts[i] for i in ids], [bands[i] for i in ids]])
             return dict(cursor.fetchall())
-        cursor.executemany(f"UPDATE {_HOSTS} SET url_count = url_count + %s WHERE id = %s",
-                           [(counts[i], i) for i in ids])
+        cursor.executemany(f"UPDATE {_HOSTS} SET url_count = url_count + %s, band = MIN(band, %s) WHERE id = %s",
+                           [(counts[i], bands[i], i) for i in ids])
         found = {}
         for chunk in in_chunks(ids):
             cursor.execute(f"SELECT id, url_count FROM {_HOSTS} WHERE id IN ({marks(len(chunk))})", chunk)
             found.update(cursor.fetchall())
         return found
+
+
+def add_inlinks(new_hosts: dict[int, int], points: int, cap: int) -> list[tuple[int, int]]:
+    """Count newly seen referring hosts of waiting URLs ({url_key: how many}) and raise their
+    score by `points` each, up to `cap` hosts; returns (host id, new score) of the URLs
+    raised, for their hosts' bands."""
+    if not new_hosts:
+        return []
+    keys = sorted(new_hosts)
+    gain = f"{points} * (CASE WHEN u.inlink_hosts + v.n < {cap} THEN u.inlink_hosts + v.n ELSE {cap} END" \
+           f" - CASE WHEN u.inlink_hosts < {cap} THEN u.inlink_hosts ELSE {cap} END)"
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"""WITH {locked(_URLS, "url_key")}
+                    UPDATE {_URLS} u SET inlink_hosts = u.inlink_hosts + v.n,
+                        priority = LEAST(u.priority + {gain}, 30000)
+                    FROM unnest(%s::bigint[], %s::integer[]) AS v(url_key, n), locked
+                    WHERE u.url_key = v.url_key AND locked.url_key = v.url_key AND u.state = 'queued'
+                    RETURNING u.host_id, u.priority""",
+                [keys, keys, [new_hosts[k] for k in keys]])
+            return cursor.fetchall()
+        found = []
+        for key in keys:  # SQLite: one writer; a handful of URLs per batch
+            cursor.execute(
+                f"""UPDATE {_URLS} AS u SET inlink_hosts = u.inlink_hosts + v.n,
+                        priority = MIN(u.priority + {gain}, 30000)
+                    FROM (SELECT %s AS url_key, %s AS n) AS v
+                    WHERE u.url_key = v.url_key AND u.state = 'queued' RETURNING host_id, priority""",
+                [key, new_hosts[key]])
+            found.extend(cursor.fetchall())
+        return found
+
+
+def raise_host_bands(bands: dict[int, int]) -> None:
+    """Hosts' score bands raised to these where better (lower)."""
+    if not bands:
+        return
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {_HOSTS} SET band = %s WHERE id = %s AND band > %s",
+                           [(band, host_id, band) for host_id, band in sorted(bands.items())])
+
+
+def set_host_bands(bands: dict[int, int]) -> None:
+    """Hosts' score bands set (after a lease took their best URLs: what is left is no better)."""
+    if not bands:
+        return
+    with connection.cursor() as cursor:
+        cursor.executemany(f"UPDATE {_HOSTS} SET band = %s WHERE id = %s AND band <> %s",
+                           [(band, host_id, band) for host_id, band in sorted(bands.items())])

@@ -140,3 +140,26 @@ def sweep_expired_leases() -> int:
     cleared = Host.objects.filter(leased_until__lte=now).update(lease_owner="", leased_until=None)
     ServerAddress.objects.filter(leased_until__lte=now).update(lease_owner="", leased_until=None)
     return cleared
+
+
+def set_trusted_domains(weights: dict[str, int | None]) -> list[tuple[str, int]]:
+    """Trust domains with a weight (score points their URLs gain; frontier/importance.py),
+    or drop them (None), in one transaction; domains must be canonical_domain()s. Returns
+    the whole list, by domain. URLs admitted from now on are scored with it."""
+    from .importance import forget_trusted
+    from .models import TrustedDomain
+
+    with transaction.atomic():
+        for domain, weight in sorted(weights.items()):
+            if weight is None:
+                TrustedDomain.objects.filter(domain=domain).delete()
+            else:
+                TrustedDomain.objects.update_or_create(domain=domain, defaults={"weight": weight})
+    forget_trusted()
+    return trusted_domains()
+
+
+def trusted_domains() -> list[tuple[str, int]]:
+    from .models import TrustedDomain
+
+    return list(TrustedDomain.objects.order_by("domain").values_list("domain", "weight"))

@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from crawlerweb import stagetime
 
-from . import bulk, pacing, politeness
+from . import bulk, importance, pacing, politeness
 from .models import CrawlLimits, Host, ServerAddress, Url, UrlState
 from .records import QUEUED_FIELDS, QueuedUrl
 
@@ -47,9 +47,14 @@ class HostView:
 
 
 @stagetime.timed("leases")
-def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
+def lease_ready_hosts(owner: str, max_hosts: int, loaded: bool = False) -> list[Lease]:
     """Lease up to max_hosts hosts whose politeness time has passed and that have due URLs,
     each with the URLs of one host session (fetch/session.py).
+
+    Which hosts: a biased draw over the score bands (frontier/importance.py), each band's
+    share of the round its longest-ready hosts; `loaded` (the caller's queues or sessions
+    past 80 % of their room, or the leases past 80 % of CRAWLER_MAX_ACTIVE_LEASES) favours
+    the best band more.
 
     On PostgreSQL the candidate rows are locked with FOR UPDATE SKIP LOCKED, so concurrent
     dispatchers on many machines each get different hosts without waiting on each other.
@@ -66,6 +71,7 @@ def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
     max_hosts = min(max_hosts, settings.CRAWLER_MAX_ACTIVE_LEASES - active)
     if max_hosts <= 0:
         return []
+    loaded = loaded or active >= 0.8 * settings.CRAWLER_MAX_ACTIVE_LEASES
     free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
     due = Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED, next_fetch_at__lte=now)
     token = f"{owner}:{uuid.uuid4().hex[:12]}"
@@ -79,7 +85,7 @@ def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
             ready = ready.exclude(Exists(busy))
         if connection.features.has_select_for_update_skip_locked:
             ready = ready.select_for_update(skip_locked=True)
-        candidates = list(ready.order_by("next_fetch_at").values_list("id", "address")[:max_hosts])
+        candidates = _draw_by_band(ready, max_hosts, loaded)
         if by_address:
             candidates = _one_host_per_address(candidates, token, now, lease_seconds)
         if not candidates:
@@ -91,7 +97,9 @@ def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
     addresses = {h: (a or "") if by_address else "" for h, a in candidates}
     hosts = list(Host.objects.filter(id__in=list(addresses), lease_owner=token)
                  .values_list("id", "origin", "crawl_delay", "response_time"))
-    url_ids = _best_urls({h[0]: _session_size(h[2], h[3]) for h in hosts}, now)
+    url_ids, worst = _best_urls({h[0]: _session_size(h[2], h[3]) for h in hosts}, now)
+    # What a host has left waiting is no better than the worst URL its session took.
+    bulk.set_host_bands({host_id: importance.band(priority) for host_id, priority in worst.items()})
     leases = []
     for host_id, origin, _, _ in hosts:
         ids_for_host = url_ids.get(host_id, [])
@@ -100,6 +108,24 @@ def lease_ready_hosts(owner: str, max_hosts: int) -> list[Lease]:
         else:  # its URLs were taken meanwhile
             release_host(host_id, token, None, leased_address=addresses[host_id])
     return leases
+
+
+def _draw_by_band(ready, max_hosts: int, loaded: bool) -> list[tuple[int, str | None]]:
+    """(host id, address) of up to max_hosts ready hosts: each band's quota of its
+    longest-ready hosts, then the room a band could not fill to the others, best first."""
+    quotas = importance.quotas(max_hosts, loaded)
+    picked = {band: list(ready.filter(band=band).order_by("next_fetch_at").values_list("id", "address")[:quota])
+              if quota else [] for band, quota in enumerate(quotas)}
+    spare = max_hosts - sum(len(hosts) for hosts in picked.values())
+    for band in range(3):
+        if spare <= 0:
+            break
+        if len(picked[band]) == quotas[band]:  # it may have more
+            more = list(ready.filter(band=band).order_by("next_fetch_at")
+                        .values_list("id", "address")[quotas[band]:quotas[band] + spare])
+            picked[band] += more
+            spare -= len(more)
+    return [host for band in range(3) for host in picked[band]]
 
 
 def _one_host_per_address(candidates: list[tuple[int, str | None]], token: str, now: datetime,
@@ -121,28 +147,30 @@ def _session_size(crawl_delay: float | None, response_time: float | None) -> int
     return max(1, min(fits, settings.CRAWLER_SESSION_MAX_URLS))
 
 
-def _best_urls(limits: dict[int, int], now: datetime) -> dict[int, list[int]]:
-    """host id -> ids of its best due URLs (highest priority, then oldest), at most
-    limits[host] each. One UNION ALL of per-host LIMIT queries: each walks the partial
-    index url_host_queue from its top and stops, so the cost does not grow with the
-    number of URLs a host has waiting (a window function over them all did)."""
-    found = defaultdict(list)
+def _best_urls(limits: dict[int, int], now: datetime) -> tuple[dict[int, list[int]], dict[int, int]]:
+    """host id -> ids of its best due URLs (highest score, then oldest), at most limits[host]
+    each; and host id -> the lowest score among them. One UNION ALL of per-host LIMIT
+    queries: each walks the partial index url_host_queue from its top and stops, so the
+    cost does not grow with the number of URLs a host has waiting (a window function over
+    them all did)."""
+    found, worst = defaultdict(list), {}
     items = list(limits.items())
     for start in range(0, len(items), 200):  # SQLite allows 500 terms in a compound SELECT
-        _best_urls_into(found, items[start:start + 200], now)
-    return found
+        _best_urls_into(found, worst, items[start:start + 200], now)
+    return found, worst
 
 
-def _best_urls_into(found: dict, items: list[tuple[int, int]], now: datetime) -> None:
-    one = (f"SELECT * FROM (SELECT host_id, id FROM {Url._meta.db_table} WHERE host_id = %s AND state = %s"
+def _best_urls_into(found: dict, worst: dict, items: list[tuple[int, int]], now: datetime) -> None:
+    one = (f"SELECT * FROM (SELECT host_id, id, priority FROM {Url._meta.db_table} WHERE host_id = %s AND state = %s"
            " AND next_fetch_at <= %s ORDER BY priority DESC, id LIMIT %s) AS h{}")
     sql = " UNION ALL ".join(one.format(i) for i in range(len(items)))
     when = connection.ops.adapt_datetimefield_value(now)
     params = [p for host_id, n in items for p in (host_id, UrlState.QUEUED.value, when, n)]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for host_id, url_id in cursor.fetchall():
+        for host_id, url_id, priority in cursor.fetchall():
             found[host_id].append(url_id)
+            worst[host_id] = min(worst.get(host_id, priority), priority)
 
 
 @stagetime.timed("leases")

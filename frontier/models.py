@@ -46,10 +46,13 @@ class Host(models.Model):
                                    "breaker, dns, robots_unavailable")
     paused_at = models.DateTimeField(null=True, blank=True, help_text="an operator paused this host: nothing "
                                      "is fetched from it until it is resumed")
+    band = models.SmallIntegerField(default=2, db_default=2, help_text="score band of the best URL it is known to "
+                                    "have waiting: 0 best, 2 least (frontier/importance.py); dispatch draws by band")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         indexes = [
+            models.Index(fields=["band", "next_fetch_at"], name="host_band_next_fetch"),
             models.Index(fields=["next_fetch_at"], name="host_next_fetch"),
             models.Index(fields=["address"], name="host_address"),
             models.Index(fields=["paused_at"], name="host_paused", condition=models.Q(paused_at__isnull=False)),
@@ -116,7 +119,10 @@ class Url(models.Model):
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="urls", db_index=False)
     depth = models.SmallIntegerField(default=0)
     redirect_hops = models.SmallIntegerField(default=0)
-    priority = models.SmallIntegerField(default=0, help_text="higher goes first")
+    priority = models.SmallIntegerField(default=0, help_text="the importance score: higher goes first "
+                                        "(frontier/importance.py)")
+    inlink_hosts = models.IntegerField(default=0, db_default=0, help_text="distinct other hosts seen linking here")
+    hint = models.SmallIntegerField(default=0, db_default=0, help_text="score points a sitemap gave it")
     state = models.CharField(max_length=16, choices=UrlState.choices, default=UrlState.QUEUED)
     # A database default too: the previous release's inserts do not name it.
     kind = models.CharField(max_length=16, choices=UrlKind.choices, default=UrlKind.PAGE, db_default=UrlKind.PAGE)
@@ -228,6 +234,22 @@ class ExcludedDomain(models.Model):
 
     def __str__(self):
         return self.domain
+
+
+class TrustedDomain(models.Model):
+    """A domain an operator trusts: its URLs (and its subdomains') score `weight` points more,
+    so they are fetched sooner (frontier/importance.py)."""
+
+    domain = models.CharField(max_length=253, unique=True)
+    weight = models.IntegerField(default=50, help_text="score points added (negative: later)")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def save(self, *args, **kwargs):
+        self.domain = self.domain.strip().lower().rstrip(".")
+        super().save(*args, **kwargs)
+
+    def __str__(self):
+        return f"{self.domain} ({self.weight:+d})"
 
 
 class CrawlLimits(models.Model):

@@ -22,7 +22,8 @@ The interval of a URL, by CRAWLER_RECRAWL_POLICY:
             otherwise (a baseline).
   oracle    optimal, with the true rates (benchmarks only).
 Every interval is bounded by CRAWLER_RECRAWL_MIN_INTERVAL and _MAX_INTERVAL. Importance
-weighs in through the priority: weight = CRAWLER_RECRAWL_PRIORITY_WEIGHT ** priority.
+weighs in through the score (frontier/importance.py): weight = CRAWLER_RECRAWL_PRIORITY_WEIGHT
+** (priority / |CRAWLER_SCORE_DEPTH|), i.e. that factor per link of depth's worth of score.
 """
 
 import email.utils
@@ -126,7 +127,10 @@ def _since_last_modified(value: str, now: datetime, interval: float) -> float | 
 
 
 def weight_of(priority: int) -> float:
-    return settings.CRAWLER_RECRAWL_PRIORITY_WEIGHT ** max(-60, min(60, priority))
+    """The importance a score gives a page's freshness: CRAWLER_RECRAWL_PRIORITY_WEIGHT per
+    link of depth's worth of score (|CRAWLER_SCORE_DEPTH| points, frontier/importance.py)."""
+    levels = priority / (abs(settings.CRAWLER_SCORE_DEPTH) or 10)
+    return settings.CRAWLER_RECRAWL_PRIORITY_WEIGHT ** max(-60.0, min(60.0, levels))
 
 
 def exploring(observations: int) -> bool:

@@ -31,8 +31,10 @@ from .controls import (
     canonical_domain,
     origin_excluded,
     resume_excluded_urls,
+    set_trusted_domains,
     stop_queued_urls,
     sweep_expired_leases,
+    trusted_domains,
     update_limits,
 )
 from .leases import (
@@ -48,6 +50,7 @@ from .leases import (
     release_hosts,
     renew_leases,
 )
+from .importance import sitemap_hint
 from .limits import current_limits
 from .progress import crawl_summary, deferred_work, has_pending_work, has_work_due_within, next_due_in
 from .models import UrlKind
@@ -94,11 +97,12 @@ save_scope_patterns = _scope.save_patterns
 __all__ = [
     # admission
     "AdmitResult", "Candidate", "add_seeds", "add_urls", "canonical_url", "default_scope", "forget_caches",
-    "known_outcomes", "scope_summary", "seed_rejection",
+    "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint",
     "InvalidScope", "ScopeSpec", "parse_spec", "scope_key_taken", "save_scope_patterns",
     # steering
     "UNSET", "InvalidDomain", "LimitsChange", "canonical_domain", "origin_excluded", "resume_excluded_urls",
-    "stop_queued_urls", "sweep_expired_leases", "update_limits", "current_limits",
+    "stop_queued_urls", "sweep_expired_leases", "update_limits", "current_limits", "set_trusted_domains",
+    "trusted_domains",
     "HOST_ACTIONS", "MAX_HOSTS_PER_ACTION", "MAX_URLS_PER_ACTION", "ActionResult", "crawl_paused", "host_action",
     "pause_crawl", "paused_for", "recrawl_now", "resume_crawl", "host_ids_for", "url_ids_for",
     # leases and sessions

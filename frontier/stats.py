@@ -14,10 +14,12 @@ from django.conf import settings
 from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, When
 from django.utils import timezone
 
+from . import importance
 from .models import CrawlLimits, DeadLetter, Host, Url, UrlState
 from .robots_state import VERDICT_FILTERS, RobotsVerdict
 
 RECENT_WINDOWS = {"1m": 60, "5m": 300, "15m": 900}
+BAND_NAMES = ("high", "middle", "low")
 # Where the last attempt went wrong and stays wrong: the dashboard's "errors", with the
 # queued URLs waiting for a retry (RETRYING) beside them. BACKOFF is one: its retries are
 # spent and it waits weeks (a host resetting every connection ends there).
@@ -26,6 +28,14 @@ ERROR_STATES = (UrlState.FAILED, UrlState.GONE, UrlState.DENIED, UrlState.HTTP_E
 # (frontier/outcomes.py); every requeue (recrawl, recrawl-now, dead-letter requeue) sets
 # attempts back to 0.
 RETRYING = Q(state=UrlState.QUEUED, attempts__gt=0)
+
+
+def _by_band(by_priority: Counter) -> dict[str, int]:
+    """Queued URLs by score band (frontier/importance.py), best first."""
+    bands = Counter()
+    for priority, n in by_priority.items():
+        bands[importance.band(int(priority))] += n
+    return {name: bands[band] for band, name in enumerate(BAND_NAMES)}
 
 
 def url_figures() -> dict:
@@ -62,6 +72,7 @@ def url_figures() -> dict:
         "fetched_recently": {name: recent[name] for name in RECENT_WINDOWS},
         "pages_per_second": {name: round(recent[name] / s, 3) for name, s in RECENT_WINDOWS.items()},
         "queued_by_priority": dict(sorted(by_priority.items(), key=lambda kv: -int(kv[0]))),
+        "queued_by_band": _by_band(by_priority),
         "queued_due_now": due,
         "retrying": retrying,
         "errors_by_kind": dict(errors.most_common()),

@@ -37,6 +37,7 @@ class LinkSource:
 
     kind: str = ""  # SITEMAP, SITEMAP_INDEX, FEED, TEXT_SITEMAP; "" when it is none of them
     links: list[str] = field(default_factory=list)  # as written (absolute in a sitemap; a feed's may be relative)
+    priorities: list[float | None] = field(default_factory=list)  # a sitemap's <priority> per link (None: absent)
     truncated: bool = False  # cut at max_bytes or max_urls
     malformed: bool = False  # the XML broke off: the links before the fault are kept
 
@@ -90,6 +91,7 @@ def _read_text(body: bytes, max_urls: int) -> LinkSource:
                 source.truncated = True
                 break
             source.links.append(line)
+            source.priorities.append(None)
     if not source.links:
         source.kind = ""
     return source
@@ -110,12 +112,13 @@ def _read_xml(body: bytes, max_urls: int) -> LinkSource:
                         break
                 continue
             depth -= 1
-            link = _link_of(source.kind, el)
+            link, priority = _link_of(source.kind, el)
             if link:
                 if len(source.links) >= max_urls:
                     source.truncated = True
                     break
                 source.links.append(link)
+                source.priorities.append(priority)
             if _local(el.tag) in _ENTRIES:  # done with it: keep the tree small
                 el.clear(keep_tail=False)
                 while el.getprevious() is not None:
@@ -135,22 +138,36 @@ def _root_kind(name: str) -> str:
     return ""
 
 
-def _link_of(kind: str, el) -> str:
-    """The link an element closes, if it is one of the kind's link elements."""
+def _link_of(kind: str, el) -> tuple[str, float | None]:
+    """The link an element closes (and a sitemap entry's <priority>), if it is one of the
+    kind's link elements: a sitemap's <url> or <sitemap> entry, a feed item's <link>."""
     name = _local(el.tag)
-    parent = el.getparent()
-    parent_name = _local(parent.tag) if parent is not None else ""
     if kind in (SITEMAP, SITEMAP_INDEX):
-        if name != "loc" or _SITEMAP_LOC_PARENTS.get(parent_name) != kind:
-            return ""
-        return _clean(el.text)
-    if kind == FEED and parent_name in ("item", "entry"):
-        if name == "link":
-            href = el.get("href")
-            if href is not None:  # Atom: the entry's alternate (rel absent or "alternate") link
-                return _clean(href) if (el.get("rel") or "alternate") == "alternate" else ""
-            return _clean(el.text)  # RSS
-    return ""
+        if _SITEMAP_LOC_PARENTS.get(name) != kind:
+            return "", None
+        loc = priority = None
+        for child in el:
+            child_name = _local(child.tag)
+            if child_name == "loc" and loc is None:
+                loc = child.text
+            elif child_name == "priority" and priority is None:
+                priority = _number(child.text)
+        return _clean(loc), priority
+    parent = el.getparent()
+    if kind == FEED and name == "link" and parent is not None and _local(parent.tag) in ("item", "entry"):
+        href = el.get("href")
+        if href is not None:  # Atom: the entry's alternate (rel absent or "alternate") link
+            return (_clean(href) if (el.get("rel") or "alternate") == "alternate" else ""), None
+        return _clean(el.text), None  # RSS
+    return "", None
+
+
+def _number(text) -> float | None:
+    try:
+        value = float((text or "").strip())
+    except ValueError:
+        return None
+    return value if 0.0 <= value <= 1.0 else None
 
 
 def _clean(text) -> str:

@@ -59,6 +59,13 @@ class PreparedPage:
         return self.source.links if self.source is not None else []
 
     @property
+    def sitemap_priorities(self) -> list[float | None] | None:
+        """A sitemap's <priority> per link (None: not a sitemap of pages)."""
+        if self.source is None or self.source.kind not in (linksources.SITEMAP, linksources.TEXT_SITEMAP):
+            return None
+        return self.source.priorities
+
+    @property
     def feeds(self) -> list[str]:
         """The RSS/Atom feeds the page announces, as written (CRAWLER_FEEDS)."""
         return self.parsed.feeds if self.parsed is not None and settings.CRAWLER_FEEDS else []

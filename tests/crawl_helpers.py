@@ -153,6 +153,7 @@ def child_env(**extra) -> dict:
         CRAWLER_FETCH_QUEUES="4",
         CRAWLER_WARC_DIR=TEST_WARC_DIR,
         CRAWLER_CRAWL_LOG_FILE=f"{TEST_WARC_DIR}/crawl.jsonl",
+        CRAWLER_SITEMAP_GUESS="false",  # as TEST_SETTINGS: the tests count their requests
     )
     env.update({k: str(v) for k, v in extra.items()})
     return env

@@ -43,7 +43,7 @@ def error_of(response) -> str:
 
 # --- who gets in -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["/seed/urls", "/url/limit", "/metrics", "/dashboard/data"])
+@pytest.mark.parametrize("path", ["/seed/urls", "/url/limit", "/url/trusted", "/metrics", "/dashboard/data"])
 def test_it_answers_401_without_credentials(client, path):
     response = client.get(path) if path != "/seed/urls" else client.post(path, "{}", content_type="application/json")
     assert response.status_code == 401
@@ -359,6 +359,45 @@ def test_international_domains_are_stored_in_their_ascii_form(api):
         "xn--bcher-kva.example"]
 
 
+def test_trusted_domains_are_listed_reweighed_and_dropped(api):
+    assert api.get("/url/trusted").json() == {"trustedDomains": []}
+    answer = api.post("/url/trusted", {"trustedDomains": [{"domain": "Docs.Example.org."}, {"domain": "b.example",
+                                                                                           "weight": -20}]})
+    assert answer.status_code == 200
+    assert answer.json()["trustedDomains"] == [{"domain": "b.example", "weight": -20},
+                                               {"domain": "docs.example.org", "weight": 50}]
+    answer = api.post("/url/trusted", {"trustedDomains": [{"domain": "b.example", "weight": None},
+                                                          {"domain": "docs.example.org", "weight": 90}]})
+    assert answer.json()["trustedDomains"] == [{"domain": "docs.example.org", "weight": 90}]
+    # URLs admitted from now on are scored with it.
+    from frontier import service
+    from frontier.models import Url
+
+    service.add_urls([service.Candidate("http://www.docs.example.org/a/b", 2)])
+    assert Url.objects.get(url="http://www.docs.example.org/a/b").priority == -20 + 90
+
+
+@pytest.mark.parametrize("payload, message", [
+    ({}, "trustedDomains must be a non-empty array"),
+    ({"trustedDomains": []}, "trustedDomains must be a non-empty array"),
+    ({"trustedDomains": "a.example"}, "trustedDomains must be a non-empty array"),
+    ({"trustedDomains": [{"weight": 5}]}, "trustedDomains[0] must be"),
+    ({"trustedDomains": [{"domain": "a.example", "extra": 1}]}, "trustedDomains[0] must be"),
+    ({"trustedDomains": [{"domain": 7}]}, "trustedDomains[0].domain must be a string"),
+    ({"trustedDomains": [{"domain": "a.example", "weight": "high"}]}, "trustedDomains[0].weight must be an integer"),
+    ({"trustedDomains": [{"domain": "a.example", "weight": 10001}]}, "trustedDomains[0].weight must be an integer"),
+    ({"trustedDomains": [{"domain": "a.example", "weight": True}]}, "trustedDomains[0].weight must be an integer"),
+    ({"trustedDomains": [{"domain": "http://a.example/"}]}, "trustedDomains[0]:"),
+    ({"trustedDomains": [{"domain": "a.example"}], "more": 1}, "unknown field(s): more"),
+])
+def test_a_bad_trusted_domains_payload_gets_400_and_changes_nothing(api, payload, message):
+    from frontier.models import TrustedDomain
+
+    answer = api.post("/url/trusted", payload)
+    assert answer.status_code == 400 and message in error_of(answer)
+    assert not TrustedDomain.objects.exists()
+
+
 # --- the documented contract ----------------------------------------------------------------
 
 def test_the_openapi_document_matches_the_api(api, settings):
@@ -388,3 +427,5 @@ def test_the_openapi_document_matches_the_api(api, settings):
     assert answer == documented
     example = spec["paths"]["/url/limit"]["post"]["requestBody"]["content"]["application/json"]["example"]
     assert api.post("/url/limit", example).status_code == 200
+    example = spec["paths"]["/url/trusted"]["post"]["requestBody"]["content"]["application/json"]["example"]
+    assert api.post("/url/trusted", example).status_code == 200

@@ -288,8 +288,9 @@ def test_the_plan_spends_the_budget_within_the_bounds(site, settings):
     assert plan.pages == 40 and 0 < plan.price
     assert abs(plan.planned - 2.0) < 0.02  # the budget is spent, not more
     intervals, sooner = {}, set()
-    for url, rate, observations in Url.objects.values_list("url", "change_rate", "observations"):
-        before = recrawl.Before(0, url, 0, None, now, "", observations, None, None)
+    for url, rate, observations, priority in Url.objects.values_list("url", "change_rate", "observations",
+                                                                     "priority"):
+        before = recrawl.Before(0, url, priority, None, now, "", observations, None, None)
         intervals[rate] = recrawl.plan_interval(before, rate / 86400, observations, False, now)
         if intervals[rate] < 0.9 * 300:
             sooner.add(url)

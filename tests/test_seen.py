@@ -33,12 +33,12 @@ def test_it_admits_new_links_in_one_statement_and_known_ones_without_any():
     assert Url.objects.count() == 20
 
 
-def test_a_shorter_path_still_reaches_the_database_and_lowers_the_depth():
+def test_a_shorter_path_still_reaches_the_database_and_lowers_the_depth(settings):
     add_urls([Candidate(LINKS[0], depth=4)])
     with CaptureQueriesContext(connection) as shorter:
         result = add_urls([Candidate(LINKS[0], depth=2)])
     assert result.known == 1 and url_statements(shorter.captured_queries)
-    assert Url.objects.get().depth == 2 and Url.objects.get().priority == -2
+    assert Url.objects.get().depth == 2 and Url.objects.get().priority == 2 * settings.CRAWLER_SCORE_DEPTH
 
 
 def test_a_link_found_under_another_scope_widens_the_scopes_of_the_known_url():

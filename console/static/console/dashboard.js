@@ -81,12 +81,6 @@
     return iso ? `in ${duration((Date.parse(iso) - now) / 1000)}` : "now";
   }
 
-  function priorityWords(p) {
-    const n = Number(p);
-    if (n > 0) return `raised (+${n})`;
-    if (n === 0) return "seeds";
-    return n === -1 ? "1 link from a seed" : `${-n} links from a seed`;
-  }
 
   function fillTable(selector, rows, columns) {
     const tbody = document.querySelector(`${selector} tbody`);
@@ -141,8 +135,9 @@
     status.update();
     empty("chart-status", statuses.length === 0);
 
-    const priorities = Object.keys(urls.queued_by_priority).sort((a, b) => Number(b) - Number(a));
-    setBars("chart-priority", priorities.map(priorityWords), priorities.map((p) => urls.queued_by_priority[p]), "queued URLs");
+    // frontier/importance.py: dispatch draws hosts by band; a band with nothing queued is left out
+    const bands = ["high", "middle", "low"].filter((b) => urls.queued_by_band[b]);
+    setBars("chart-priority", bands, bands.map((b) => urls.queued_by_band[b]), "queued URLs");
     setBars("chart-top-pages", m.top_hosts.by_pages.map((h) => h.host), m.top_hosts.by_pages.map((h) => h.count), "pages", palette[1], true);
     setBars("chart-top-errors", m.top_hosts.by_errors.map((h) => h.host), m.top_hosts.by_errors.map((h) => h.count), "URLs with errors", palette[3], true);
     const kinds = Object.keys(urls.errors_by_kind);

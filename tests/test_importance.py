@@ -1,0 +1,117 @@
+"""Which pages first (frontier/importance.py): a URL's score and its parts, kept up to date at
+admission, best first within a host, and dispatch's biased draw over the score bands."""
+
+import random
+from collections import Counter
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from frontier import importance, service
+from frontier.models import Host, TrustedDomain, Url
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_parts_of_a_score():
+    home = importance.parts("http://a.test/", "a.test", 0)
+    assert (home.depth, home.place, home.inlinks, home.hint, home.trusted, home.total) == (0, 40, 0, 0, 0, 40)
+    assert importance.parts("http://a.test/docs/", "a.test", 1).total == -10 + 10  # a section root
+    assert importance.parts("http://a.test/docs/page.html", "a.test", 2).total == -20
+    assert importance.parts("http://a.test/?page=2", "a.test", 1).place == 0  # a query is no home page
+    # Links from other hosts count up to CRAWLER_SCORE_INLINK_HOSTS_MAX hosts.
+    assert [importance.inlink_points(n) for n in (0, 1, 3, 5, 50)] == [0, 12, 36, 60, 60]
+    assert [importance.sitemap_hint(p) for p in (None, 0.0, 1.0, 7.0)] == [20, 10, 30, 30]
+    assert [importance.band(s) for s in (40, 20, 19, -30, -31)] == [0, 0, 1, 1, 2]
+
+
+def test_a_trusted_domain_lifts_its_subdomains_too():
+    TrustedDomain.objects.create(domain="Example.org.", weight=70)
+    TrustedDomain.objects.create(domain="docs.example.org", weight=90)
+    importance.forget_trusted()
+    assert [importance.trusted_weight(h) for h in ("example.org", "www.example.org", "docs.example.org",
+                                                   "a.docs.example.org", "example.com", "notexample.org")] == [
+        70, 70, 90, 90, 0, 0]
+    assert importance.parts("http://www.example.org/a/b", "www.example.org", 2).total == -20 + 70
+
+
+def test_quotas_draw_every_band_in_its_share():
+    rng = random.Random(1)
+    totals, loaded = Counter(), Counter()
+    for _ in range(2000):
+        totals.update(dict(enumerate(importance.quotas(10, False, rng))))
+        loaded.update(dict(enumerate(importance.quotas(10, True, rng))))
+    share = [totals[b] / 20000 for b in range(3)]
+    share_loaded = [loaded[b] / 20000 for b in range(3)]
+    assert [round(s, 2) for s in share] == [0.6, 0.3, 0.1]
+    assert [round(s, 2) for s in share_loaded] == [0.8, 0.15, 0.05]
+    assert sum(importance.quotas(7, False, rng)) == 7
+
+
+def url(address):
+    return Url.objects.get(url=address)
+
+
+def test_admission_scores_new_urls_and_counts_each_other_host_once():
+    service.add_seeds(["http://a.test/"], service.ScopeSpec("web"))
+    assert url("http://a.test/").priority == 40
+    links = [service.Candidate("http://a.test/deep/page", 3, via="http://a.test")]  # a link from its own host
+    service.add_urls(links)
+    assert (url("http://a.test/deep/page").priority, url("http://a.test/deep/page").inlink_hosts) == (-30, 0)
+    # Found again from another host (twice from one of them, in two batches): +12 per host.
+    for via in ("http://b.test", "http://b.test", "http://c.test:8080"):
+        service.add_urls([service.Candidate("http://a.test/deep/page", 4, via=via)])
+    page = url("http://a.test/deep/page")
+    assert (page.inlink_hosts, page.priority, page.depth) == (2, -30 + 24, 3)
+    # A new URL linked from two other hosts in one batch starts with both (and is a section root).
+    service.add_urls([service.Candidate("http://a.test/new", 2, via=via) for via in ("http://b.test", "http://d.test")])
+    assert (url("http://a.test/new").inlink_hosts, url("http://a.test/new").priority) == (2, -20 + 10 + 24)
+    # Found by a shorter path: the depth part moves with the depth.
+    service.add_urls([service.Candidate("http://a.test/new", 1)])
+    assert (url("http://a.test/new").depth, url("http://a.test/new").priority) == (1, -10 + 10 + 24)
+
+
+def test_a_host_band_rises_with_its_best_url_and_falls_as_sessions_take_them():
+    service.add_urls([service.Candidate("http://h.test/x/y/z", 5)])
+    host = Host.objects.get(origin="http://h.test")
+    assert host.band == 2
+    service.add_urls([service.Candidate("http://h.test/x/y/w", 4, via=f"http://v{n}.test") for n in range(5)])
+    host.refresh_from_db()
+    assert host.band == 0  # -40 + 60: the best URL it has waiting
+    leases = service.lease_ready_hosts("t", 10)
+    assert [len(lease.url_ids) for lease in leases] == [2]
+    assert Url.objects.filter(id__in=leases[0].url_ids).order_by("-priority")[0].url == "http://h.test/x/y/w"
+    host.refresh_from_db()
+    assert host.band == 2  # what is left is no better than the worst URL taken
+
+
+def test_dispatch_draws_hosts_from_the_bands_in_their_shares(settings):
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    settings.CRAWLER_POLITENESS_SCOPE = "host"
+    for band, depth in enumerate((0, 2, 6)):  # home pages; -20; -60
+        for n in range(60):
+            path = "/" if band == 0 else "/a/b" if band == 1 else "/a/b/c"
+            service.add_urls([service.Candidate(f"http://b{band}-{n}.test{path}", depth)])
+    assert dict(Counter(Host.objects.values_list("band", flat=True))) == {0: 60, 1: 60, 2: 60}
+    drawn = Counter()
+    for _ in range(30):
+        for lease in service.lease_ready_hosts("t", 10):
+            drawn[Host.objects.get(id=lease.host_id).origin.split("-")[0]] += 1
+        Host.objects.update(leased_until=timezone.now() - timedelta(seconds=1), next_fetch_at=timezone.now())
+        Host.objects.update(band=0)
+        for band in (1, 2):
+            Host.objects.filter(origin__startswith=f"http://b{band}-").update(band=band)
+    total = sum(drawn.values())
+    assert total == 300
+    shares = {name: drawn[name] / total for name in ("http://b0", "http://b1", "http://b2")}
+    assert abs(shares["http://b0"] - 0.6) < 0.1 and abs(shares["http://b1"] - 0.3) < 0.1
+    assert 0.03 < shares["http://b2"] < 0.2  # drawn now and then: never starved
+
+
+def test_a_band_with_no_ready_host_gives_its_share_to_the_others(settings):
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    for n in range(12):
+        service.add_urls([service.Candidate(f"http://only-deep-{n}.test/a/b/c", 6)])
+    leases = service.lease_ready_hosts("t", 10)
+    assert len(leases) == 10
