@@ -10,7 +10,7 @@ DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search
+.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,10 @@ bench-services:
 # Recrawl policies at one budget on a web whose pages change at known rates (about 10 minutes).
 bench-freshness: setup
 	$(PY) -m bench.freshness
+
+# Which pages first (issue 29): harvest of important pages, sitemaps, a mirror, a trap (~3 minutes).
+bench-harvest: setup
+	$(PY) -m bench.harvest
 
 # Known-item search quality on five Debian documentation packages (queries from their Sphinx
 # indexes): ours on SQLite and PostgreSQL beside tantivy and bm25s (installed into

@@ -476,6 +476,11 @@ CRAWLER_SEARCH_MAX_QUERY_CHARS = envint("CRAWLER_SEARCH_MAX_QUERY_CHARS", 500, m
 CRAWLER_SEARCH_STATS_SECONDS = envfloat("CRAWLER_SEARCH_STATS_SECONDS", 60.0)
 # Wall-clock seconds one response (headers and body) may take in all.
 CRAWLER_TOTAL_DEADLINE = envfloat("CRAWLER_TOTAL_DEADLINE", 30.0, minimum=0.5)
+# Traps that stop themselves (frontier/traps.py): a URL pattern with at least this many pages
+# stored, of which at most CRAWLER_TRAP_MAX_YIELD were new text (not duplicates), is stopped:
+# no more of its URLs admitted, its queued ones set aside. 0 = off.
+CRAWLER_TRAP_MIN_PAGES = envint("CRAWLER_TRAP_MIN_PAGES", 20)
+CRAWLER_TRAP_MAX_YIELD = envfloat("CRAWLER_TRAP_MAX_YIELD", 0.1)
 # The User-Agent header sent with every request.
 CRAWLER_USER_AGENT = envstr(
     "CRAWLER_USER_AGENT", "crawlerweb/0.1 (+https://github.com/crawlerweb/crawlerweb)"

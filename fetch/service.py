@@ -24,6 +24,7 @@ from . import archive, http, robots
 
 log = logging.getLogger(__name__)
 UrlKind = frontier.UrlKind
+_YIELD_DETAILS = frozenset({PageDetail.INDEXED, PageDetail.DUPLICATE, PageDetail.NEAR_DUPLICATE})
 # How each kind of link source is read (indexer.prepare_source).
 _SOURCE_FORMATS = {UrlKind.SITEMAP: "sitemap", UrlKind.NESTED_SITEMAP: "sitemap", UrlKind.FEED: "feed"}
 
@@ -269,6 +270,10 @@ def store(results: Results) -> None:
         gone = frontier.record_fetches(reports).gone
         if gone:  # gone twice in a row: the page leaves the index
             indexer.remove_pages(gone)
+        # What each URL pattern yields, for the traps that stop themselves (frontier/traps.py):
+        # new text or a copy; noindex and canonical pages say nothing either way.
+        frontier.count_pattern_yield([(page.url, _origin(page.url), details[page.url_id] == PageDetail.INDEXED)
+                                      for page, _, _ in results.pages if details.get(page.url_id) in _YIELD_DETAILS])
 
 
 def _origin(url: str) -> str:

@@ -9,7 +9,7 @@ Lifecycle (DESIGN.md section 4; fetch/engine.py runs it, fetch/runners.py starts
 3. robots.txt first, when its cached copy is out of date (it is a request like any other).
 4. Then each URL goes through URL_STEPS, in order: still leased? holding its server's
    address (per-IP politeness)? still inside the session's window? not excluded by an
-   admin? not paused by an operator? breaker closed? allowed by robots.txt? may the host
+   admin? its URL pattern not stopped as a trap? not paused by an operator? breaker closed? allowed by robots.txt? may the host
    clock send now? fetch. A step can let the URL go on, settle it without a request, ask
    to be woken later (the session then waits in the engine's timer heap, costing no
    thread), or end the session.
@@ -59,6 +59,7 @@ EMPTY_ANSWERS = 2  # asks for more URLs that found none before a session ends
 
 
 SETTLED = "settled"  # the URL is done without a request; go to the next one
+TRAP_OUTCOME = frontier.TRAP_OUTCOME  # a URL of a pattern stopped as a trap (frontier/traps.py), set aside
 SENT = "sent"  # a request was made for the URL
 
 
@@ -320,6 +321,17 @@ def not_excluded(session: HostSession, queued) -> End | None:
     return End("excluded") if frontier.origin_excluded(session.host.origin) else None
 
 
+def pattern_not_stopped(session: HostSession, queued) -> str | None:
+    """The URL's pattern was stopped as a trap meanwhile (frontier/traps.py): no request; the
+    URL is set aside like its pattern's other queued URLs (one admitted by a process that
+    had not heard of the stop yet included)."""
+    if not frontier.pattern_stopped(queued.url):
+        return None
+    session.sink(UrlsDone(session.host_id, Results(reports=[(FetchReport(queued.id, set_aside=TRAP_OUTCOME),
+                                                              queued.attempts)])))
+    return SETTLED
+
+
 def not_paused(session: HostSession, queued) -> End | None:
     """An operator paused the crawl or this host: stop; the URLs left stay queued. The
     lease keeper refreshes the snapshot every few seconds, so a pause takes effect within
@@ -367,5 +379,5 @@ def fetch(session: HostSession, queued: frontier.QueuedUrl) -> str | End:
     return SENT
 
 
-URL_STEPS = (lease_held, address_held, within_window, not_excluded, not_paused, breaker_closed, robots_allow,
-             clock_allows, fetch)
+URL_STEPS = (lease_held, address_held, within_window, not_excluded, pattern_not_stopped, not_paused, breaker_closed,
+             robots_allow, clock_allows, fetch)

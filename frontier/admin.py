@@ -12,7 +12,7 @@ from django.utils.html import format_html
 
 from crawlerweb.adminkit import BigTableAdmin, ChoicesFilter, ReadOnlyAdmin, StatusClassFilter, YesNoFilter
 
-from . import importance, service
+from . import importance, service, traps
 from .models import (
     CrawlLimits,
     CrawlScope,
@@ -26,6 +26,7 @@ from .models import (
     SteeringAction,
     TrustedDomain,
     Url,
+    UrlPattern,
     UrlState,
 )
 from .normalize import InvalidUrl, normalize
@@ -372,6 +373,34 @@ class ExcludedDomainForm(forms.ModelForm):
             return service.canonical_domain(self.cleaned_data["domain"])
         except service.InvalidDomain as exc:
             raise forms.ValidationError(str(exc)) from None
+
+
+@admin.register(UrlPattern)
+class UrlPatternAdmin(ReadOnlyAdmin):
+    """URL patterns and what their pages yielded (frontier/traps.py): a stopped one is a trap
+    that stopped itself; resuming it queues its URLs again and it is never stopped again."""
+
+    list_display = ("pattern", "pages", "new_pages", "yield_share", "stopped_at", "allowed")
+    list_filter = (("stopped_at", admin.EmptyFieldListFilter), "allowed")
+    search_fields = ("pattern",)
+    actions = ["resume_patterns", "stop_patterns"]
+
+    @admin.display(description="new text")
+    def yield_share(self, pattern):
+        return f"{pattern.new_pages / pattern.pages:.0%}" if pattern.pages else "–"
+
+    @admin.action(description="Resume: not a trap (queue its URLs again, never stop it)", permissions=["steer"])
+    def resume_patterns(self, request, queryset):
+        urls = sum(traps.resume(p) for p in queryset.values_list("pattern", flat=True))
+        messages.info(request, f"{queryset.count()} patterns resumed, {urls} URLs queued again")
+
+    @admin.action(description="Stop: a trap (set its queued URLs aside, admit no more)", permissions=["steer"])
+    def stop_patterns(self, request, queryset):
+        urls = sum(traps.stop(p) for p in queryset.values_list("pattern", flat=True))
+        messages.info(request, f"{queryset.count()} patterns stopped, {urls} queued URLs set aside")
+
+    def has_steer_permission(self, request):
+        return request.user.has_perm("frontier.change_host")
 
 
 @admin.register(TrustedDomain)

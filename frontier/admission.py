@@ -17,7 +17,7 @@ from django.db.models import Count, F, Sum
 
 from crawlerweb import stagetime
 
-from . import bulk, importance, scope, seen
+from . import bulk, importance, scope, seen, traps
 from .filters import rejection_reason
 from .limits import current_limits
 from .models import CrawlScope, Host, Seed, Url, UrlKind, UrlState
@@ -117,6 +117,9 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
                 out_of_scope[int(cand.scopes.split(",", 1)[0])] += 1
                 result.reject(Rejection.OUT_OF_SCOPE)
                 continue
+        if traps.stopped(norm):
+            result.reject(Rejection.TRAP_PATTERN)
+            continue
         key = norm.key
         positions[key].append(len(result.verdicts))
         result.verdicts.append(norm.url)

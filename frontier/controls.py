@@ -99,7 +99,7 @@ def resume_excluded_urls(domains: list[str]) -> int:
                 if not domain_excluded(origin_hostname(origin), still)]
     if not host_ids:
         return 0
-    return Url.objects.filter(host_id__in=host_ids, state=UrlState.EXCLUDED).update(
+    return Url.objects.filter(host_id__in=host_ids, state=UrlState.EXCLUDED, outcome="excluded_domain").update(
         state=UrlState.QUEUED, outcome="", next_fetch_at=timezone.now())
 
 

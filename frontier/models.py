@@ -236,6 +236,26 @@ class ExcludedDomain(models.Model):
         return self.domain
 
 
+class UrlPattern(models.Model):
+    """A URL pattern (origin and path shape) and what its pages yielded: stopped when its
+    pages stopped bringing new text (frontier/traps.py)."""
+
+    key = models.BigIntegerField(unique=True, help_text="the first 8 bytes of the pattern's blake2b")
+    pattern = models.TextField(help_text="origin and path shape: digits as #, deeper segments as …")
+    pages = models.IntegerField(default=0, help_text="pages of it stored")
+    new_pages = models.IntegerField(default=0, help_text="of those, indexed as new text")
+    stopped_at = models.DateTimeField(null=True, blank=True, help_text="when its yield collapsed: its URLs are "
+                                      "no longer admitted, its queued ones set aside")
+    allowed = models.BooleanField(default=False, help_text="an operator resumed it: never stopped again")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "URL pattern"
+
+    def __str__(self):
+        return self.pattern
+
+
 class TrustedDomain(models.Model):
     """A domain an operator trusts: its URLs (and its subdomains') score `weight` points more,
     so they are fetched sooner (frontier/importance.py)."""

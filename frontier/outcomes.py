@@ -35,6 +35,7 @@ class FetchReport:
     retry_after: float | None = None  # seconds, already capped
     content_hash: str = ""  # a full 2xx response was archived with this hash
     robots_blocked: bool = False
+    set_aside: str = ""  # not fetched, set aside (state excluded) for this reason: a stopped trap pattern
     redirect_outcome: str = ""  # for 3xx: "redirect" or why the target was refused
     # For the recrawl schedule (2xx and 304): what the visit saw, the validators the
     # response sent, and the fingerprint of text that was stored.
@@ -66,6 +67,8 @@ def next_state(
     ladder = (backoff_level, tuple(backoff))
     if report.robots_blocked:
         return Transition(UrlState.ROBOTS_BLOCKED, "robots.txt", attempts, now)
+    if report.set_aside:
+        return Transition(UrlState.EXCLUDED, report.set_aside, attempts, now)
     if report.error:
         if report.error in RETRYABLE_ERRORS:
             return _retry(report.error, attempts, now, max_attempts, retry_base, None, ladder)

@@ -51,6 +51,9 @@ from .leases import (
     renew_leases,
 )
 from .importance import sitemap_hint
+from .traps import count_yield as count_pattern_yield
+from .traps import TRAP_OUTCOME
+from .traps import url_stopped as pattern_stopped
 from .limits import current_limits
 from .progress import crawl_summary, deferred_work, has_pending_work, has_work_due_within, next_due_in
 from .models import UrlKind
@@ -97,7 +100,8 @@ save_scope_patterns = _scope.save_patterns
 __all__ = [
     # admission
     "AdmitResult", "Candidate", "add_seeds", "add_urls", "canonical_url", "default_scope", "forget_caches",
-    "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint",
+    "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield",
+    "pattern_stopped", "TRAP_OUTCOME",
     "InvalidScope", "ScopeSpec", "parse_spec", "scope_key_taken", "save_scope_patterns",
     # steering
     "UNSET", "InvalidDomain", "LimitsChange", "canonical_domain", "origin_excluded", "resume_excluded_urls",

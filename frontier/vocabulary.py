@@ -38,6 +38,7 @@ class Rejection(StrEnum):
     DEPTH_LIMIT = "depth_limit"
     REDIRECT_LIMIT = "redirect_limit"
     TRAP_REPEATED_SEGMENTS = "trap_repeated_segments"
+    TRAP_PATTERN = "trap_pattern"  # its pattern's pages stopped bringing new text (frontier/traps.py)
     OUT_OF_SCOPE = "out_of_scope"
     HOST_QUOTA = "host_quota"
 

@@ -36,11 +36,13 @@ TEST_SETTINGS = dict(
 
 
 def forget_limits():
-    from frontier import service
+    from frontier import importance, service, traps
     from frontier.limits import forget_cached_limits
 
     forget_cached_limits()
     service.forget_caches()  # the seen-cache and host ids of URLs a rolled-back test inserted
+    importance.forget_trusted()  # and what a rolled-back test trusted or stopped
+    traps.forget_stopped()
 
 
 @pytest.fixture(autouse=True)

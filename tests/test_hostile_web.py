@@ -19,7 +19,7 @@ from bench.sampleweb.hostile import (
 )
 from fetch.runners import run_embedded
 from frontier import service
-from frontier.models import DeadLetter, Host, Url
+from frontier.models import DeadLetter, Host, Url, UrlPattern
 from frontier.normalize import normalize
 from indexer.models import Document
 
@@ -211,11 +211,18 @@ def test_odd_urls_are_normalized_or_refused(crawled):
     assert Url.objects.filter(url=session_free).count() == 1
 
 
-def test_calendar_trap_stops_at_the_per_host_quota(crawled):
+def test_calendar_trap_stops_itself_when_its_pages_bring_nothing_new(crawled):
     web, _, _ = crawled
     trap = Host.objects.get(origin=web.base["trap"])
-    assert Url.objects.filter(host=trap).count() == QUOTA
-    assert Url.objects.filter(host=trap).exclude(last_fetched_at=None).count() == QUOTA
+    # Every day is the same page but for its numbers: after CRAWLER_TRAP_MIN_PAGES pages with
+    # (nearly) nothing new the pattern stopped, before the per-host quota; the rest of its
+    # URLs were set aside unfetched, and no more were admitted.
+    pattern = UrlPattern.objects.get(pattern=web.base["trap"] + "/calendar?…")
+    assert pattern.stopped_at is not None and pattern.new_pages <= 0.1 * pattern.pages
+    admitted = Url.objects.filter(host=trap).count()
+    fetched = Url.objects.filter(host=trap).exclude(last_fetched_at=None).count()
+    assert 20 <= fetched <= 40 and admitted < QUOTA
+    assert Url.objects.filter(host=trap, state="excluded", outcome="trap_pattern").count() == admitted - fetched > 0
 
 
 # sitemap or feed path on the "sitemaps" persona -> (kind, state, outcome)

@@ -1,0 +1,77 @@
+"""Traps that stop themselves (frontier/traps.py): URL patterns, their yield, the stop, the
+admission refusal and an operator's resume."""
+
+import pytest
+
+from frontier import service, traps
+from frontier.models import Url, UrlPattern
+from frontier.outcomes import FetchReport
+
+pytestmark = pytest.mark.django_db
+
+ORIGIN = "http://t.test"
+
+
+@pytest.mark.parametrize("path, pattern", [
+    ("/", "/"),
+    ("/cal/2026/05/", "/cal/#/…"),
+    ("/cal/1999/12/", "/cal/#/…"),
+    ("/calendar?day=7", "/calendar?…"),
+    ("/s2/p13.html", "/s#/p#.html"),
+    ("/deep/other/deep/", "/deep/other/…"),
+    ("/deep/", "/deep/"),
+])
+def test_a_pattern_abstracts_numbers_and_folds_deep_paths(path, pattern):
+    assert traps.pattern_of(ORIGIN + path, ORIGIN) == ORIGIN + pattern
+
+
+def pages(prefix, n, new):
+    return [(f"{ORIGIN}{prefix}{i}", ORIGIN, new(i)) for i in range(n)]
+
+
+def test_a_pattern_whose_pages_bring_nothing_new_is_stopped_and_its_urls_set_aside(settings):
+    settings.CRAWLER_TRAP_MIN_PAGES, settings.CRAWLER_TRAP_MAX_YIELD = 20, 0.1
+    service.add_urls([service.Candidate(f"{ORIGIN}/day/{i}", 2) for i in range(40)]
+                     + [service.Candidate(f"{ORIGIN}/article/{i}", 2) for i in range(40)])
+    # Articles bring new text; the days are copies but the first. Counted a batch at a time.
+    for start in range(0, 30, 10):
+        stopped = traps.count_yield([(url, origin, new) for url, origin, new in pages("/day/", 30, lambda i: i == 0)
+                                     [start:start + 10]]
+                                    + pages("/article/", 30, lambda i: True)[start:start + 10])
+    assert stopped == []  # stopped at the second batch already (20 pages, 1 new)
+    days = UrlPattern.objects.get(pattern=f"{ORIGIN}/day/#")
+    articles = UrlPattern.objects.get(pattern=f"{ORIGIN}/article/#")
+    assert (days.pages, days.new_pages, days.stopped_at is not None) == (30, 1, True)
+    assert (articles.pages, articles.new_pages, articles.stopped_at) == (30, 30, None)
+    assert Url.objects.filter(url__contains="/day/", state="excluded", outcome="trap_pattern").count() == 40
+    assert not Url.objects.filter(url__contains="/article/", state="excluded").exists()
+    # No more of its URLs enter; other patterns do.
+    result = service.add_urls([service.Candidate(f"{ORIGIN}/day/99", 2), service.Candidate(f"{ORIGIN}/article/99", 2)])
+    assert (result.admitted, result.rejected) == (1, {"trap_pattern": 1})
+    assert service.pattern_stopped(f"{ORIGIN}/day/123") and not service.pattern_stopped(f"{ORIGIN}/article/1")
+
+
+def test_an_operator_resumes_a_pattern_for_good(settings):
+    settings.CRAWLER_TRAP_MIN_PAGES = 5
+    service.add_urls([service.Candidate(f"{ORIGIN}/tag/{i}", 1) for i in range(10)])
+    traps.count_yield(pages("/tag/", 5, lambda i: False))
+    assert Url.objects.filter(state="excluded").count() == 10
+    assert traps.resume(f"{ORIGIN}/tag/#") == 10
+    assert Url.objects.filter(state="queued").count() == 10
+    traps.count_yield(pages("/tag/", 50, lambda i: False))  # never stopped again
+    assert UrlPattern.objects.get(pattern=f"{ORIGIN}/tag/#").stopped_at is None
+    assert service.add_urls([service.Candidate(f"{ORIGIN}/tag/77", 1)]).admitted == 1
+
+
+def test_a_url_of_a_stopped_pattern_met_in_a_session_is_set_aside_without_a_request():
+    service.add_urls([service.Candidate(f"{ORIGIN}/x/1", 1)])
+    url = Url.objects.get()
+    assert service.record_fetch(FetchReport(url.id, set_aside="trap_pattern"), 0) == "excluded"
+    url.refresh_from_db()
+    assert (url.state, url.outcome, url.last_fetched_at) == ("excluded", "trap_pattern", None)
+
+
+def test_off_counts_nothing(settings):
+    settings.CRAWLER_TRAP_MIN_PAGES = 0
+    assert traps.count_yield(pages("/day/", 50, lambda i: False)) == []
+    assert not UrlPattern.objects.exists()
