@@ -301,8 +301,9 @@ CRAWLER_DEPTH_LIMIT = envint("CRAWLER_DEPTH_LIMIT", 20)
 # Hosts one dispatcher round may lease at most.
 CRAWLER_DISPATCH_BATCH = envint("CRAWLER_DISPATCH_BATCH", 64, minimum=1)
 # Shares of a dispatch round's hosts drawn from the score bands 0, 1 and 2 (best first); a
-# band's unused share goes to the others. Under load (leases or fetch queues past 80 % of
-# their limit) the second set: the best pages first when not all can go.
+# band's unused share goes to the others. Under load (the fetch queues or a crawler's
+# sessions leave a fifth of a round or less, or leases past 80 % of their limit) the second
+# set: the best pages first when not all can go.
 CRAWLER_DISPATCH_SHARES = envfloatlist("CRAWLER_DISPATCH_SHARES", "60,30,10")
 CRAWLER_DISPATCH_SHARES_LOADED = envfloatlist("CRAWLER_DISPATCH_SHARES_LOADED", "80,15,5")
 for _name in ("CRAWLER_DISPATCH_SHARES", "CRAWLER_DISPATCH_SHARES_LOADED"):

@@ -49,14 +49,10 @@ def _queue_depths(conn) -> dict[str, int]:
     return depths
 
 
-def dispatch_room(app, with_load: bool = False):
+def dispatch_room(app) -> int:
     """Sessions a dispatch round may send: back-pressure stops adding at 80% of
     CRAWLER_MAX_QUEUED_MESSAGES (the frontier design seed's rule), so a slow or absent
     consumer never makes the broker grow without bound. (Outstanding leases are capped too,
-    but an expired lease's message may still sit in a queue while its host is leased again.)
-    with_load: (room, loaded), loaded when the queues hold 80% of that mark or more: the
-    round then favours the best score band (frontier/importance.py)."""
+    but an expired lease's message may still sit in a queue while its host is leased again.)"""
     high_water = int(settings.CRAWLER_MAX_QUEUED_MESSAGES * 0.8)
-    queued = queued_messages(app)
-    room = max(0, min(settings.CRAWLER_DISPATCH_BATCH, high_water - queued))
-    return (room, queued >= 0.8 * high_water) if with_load else room
+    return max(0, min(settings.CRAWLER_DISPATCH_BATCH, high_water - queued_messages(app)))

@@ -148,10 +148,12 @@ class _InProcessBeat:
 def dispatch_once(name: str, app) -> int:
     """One round: lease ready hosts and send each session to its host's fetch queue.
     Returns the number of sessions sent."""
-    room, loaded = dispatch_room(app, with_load=True)
+    room = dispatch_room(app)
     if room == 0:
         log.info("fetch queues at their high-water mark; not dispatching")
         return 0
+    # Under load: the queues near their high-water mark leave a fifth of a round or less.
+    loaded = room <= 0.2 * settings.CRAWLER_DISPATCH_BATCH
     sent = 0
     for lease in instruments.count_leases(frontier.lease_ready_hosts(name, room, loaded)):
         try:

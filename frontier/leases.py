@@ -53,8 +53,8 @@ def lease_ready_hosts(owner: str, max_hosts: int, loaded: bool = False) -> list[
 
     Which hosts: a biased draw over the score bands (frontier/importance.py), each band's
     share of the round its longest-ready hosts; `loaded` (the caller's queues or sessions
-    past 80 % of their room, or the leases past 80 % of CRAWLER_MAX_ACTIVE_LEASES) favours
-    the best band more.
+    near full, or the leases past 80 % of CRAWLER_MAX_ACTIVE_LEASES) favours the best band
+    more.
 
     On PostgreSQL the candidate rows are locked with FOR UPDATE SKIP LOCKED, so concurrent
     dispatchers on many machines each get different hosts without waiting on each other.
