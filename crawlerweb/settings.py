@@ -368,6 +368,9 @@ CRAWLER_MAX_QUEUED_MESSAGES = envint("CRAWLER_MAX_QUEUED_MESSAGES", 1000, minimu
 CRAWLER_MAX_RETRY_AFTER = envfloat("CRAWLER_MAX_RETRY_AFTER", 3600.0)
 # URLs longer than this many characters are not admitted.
 CRAWLER_MAX_URL_LENGTH = envint("CRAWLER_MAX_URL_LENGTH", 2048, minimum=16)
+# URLs admitted per registered domain at most, all its hosts together (a trap of endless
+# subdomains, each under the per-host quota).
+CRAWLER_MAX_URLS_PER_DOMAIN = envint("CRAWLER_MAX_URLS_PER_DOMAIN", 1_000_000, minimum=1)
 # URLs admitted per host at most (bounds traps the depth limit does not catch).
 CRAWLER_MAX_URLS_PER_HOST = envint("CRAWLER_MAX_URLS_PER_HOST", 100_000, minimum=1)
 # Oldest metrics sample, seconds, /metrics serves; an older one is retaken (a table scan).

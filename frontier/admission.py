@@ -20,6 +20,7 @@ from crawlerweb import stagetime
 from . import bulk, importance, scope, seen, traps
 from .filters import rejection_reason
 from .limits import current_limits
+from .controls import origin_hostname
 from .models import CrawlScope, Host, Seed, Url, UrlKind, UrlState
 from .normalize import InvalidUrl, normalize
 from .scope import ScopeSpec
@@ -146,23 +147,31 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
         return result
 
     hosts, url_counts = _hosts({norm.origin for _, norm, _ in todo})
-    rows, quota_rejected = [], set()
+    domain_counts = _domain_counts(hosts.values())
+    domains_before = dict(domain_counts)
+    rows, quota_rejected = [], {}
     for (host_id, url_count), host_items in _by_host(todo, hosts, url_counts).items():
+        domain = _hosts_known.domains.get(host_id, "")
         allowed = max(0, limits.max_urls_per_host - url_count)
-        if len(host_items) > allowed:  # near the quota: count only the URLs it does not have
+        domain_allows = settings.CRAWLER_MAX_URLS_PER_DOMAIN - domain_counts.get(domain, 0) if domain else allowed
+        reason = Rejection.HOST_QUOTA if allowed <= domain_allows else Rejection.DOMAIN_QUOTA
+        allowed = max(0, min(allowed, domain_allows))
+        if len(host_items) > allowed:  # near a quota: count only the URLs it does not have
             known_keys = bulk.existing_keys([key for key, _, _ in host_items])
             fresh = [item for item in host_items if item[0] not in known_keys]
-            quota_rejected.update(key for key, _, _ in fresh[allowed:])
+            quota_rejected.update((key, reason) for key, _, _ in fresh[allowed:])
             host_items = [item for item in host_items if item[0] in known_keys] + fresh[:allowed]
+        if domain:  # the batch's next host of this domain sees these (an upper bound: some are known)
+            domain_counts[domain] = domain_counts.get(domain, 0) + len(host_items)
         for key, norm, cand in host_items:
             inlink_hosts = len(referrers.get(key, ()))
             priority = importance.score(norm.url, norm.host, cand.depth, inlink_hosts, cand.hint)
             rows.append((key, norm.url, host_id, cand.depth, cand.hops, priority, cand.referrer_id, cand.scopes,
                          cand.kind, inlink_hosts, cand.hint))
-    for key in quota_rejected:
+    for key, reason in quota_rejected.items():
         for position in positions[key]:
-            result.rejected[Rejection.HOST_QUOTA] = result.rejected.get(Rejection.HOST_QUOTA, 0) + 1
-            result.verdicts[position] = f"rejected:{Rejection.HOST_QUOTA}"
+            result.rejected[reason] = result.rejected.get(reason, 0) + 1
+            result.verdicts[position] = f"rejected:{reason}"
 
     inserted, existing = bulk.insert_urls(rows)
     _update_known(existing, best)
@@ -171,12 +180,17 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
         if row[0] in inserted:
             counts[row[2]] += 1
             bands[row[2]] = min(bands.get(row[2], 2), importance.band(row[5]))
+    domain_totals = dict(domains_before)  # what the domains hold once this commits
+    for host_id, n in counts.items():
+        domain = _hosts_known.domains.get(host_id, "")
+        if domain:
+            domain_totals[domain] += n
     url_counts.update(bulk.add_host_counts(counts, bands))
     _count_inlinks({key: hosts for key, hosts in referrers.items() if key not in inserted})
     # What the caches learnt holds once it is committed (a rolled-back seed list must not
     # leave its URLs "known"); outside a transaction that is now.
     remembered = [(row[0], row[7], row[3]) for row in rows]
-    transaction.on_commit(lambda: (seen.remember(remembered), _hosts_known.learn(hosts, url_counts)))
+    transaction.on_commit(lambda: (seen.remember(remembered), _hosts_known.learn(hosts, url_counts, domain_totals)))
     result.admitted = len(inserted)
     result.known += len(rows) - len(inserted)
     return result
@@ -247,8 +261,9 @@ def _update_known(existing: dict[int, tuple[int, str, str]], best: dict[int, tup
 
 
 class _HostCache:
-    """origin -> host id, and host id -> URLs admitted (as last seen) in this process: host
-    ids never change, so a batch of links needs no host query once its hosts are known.
+    """origin -> host id, host id -> URLs admitted (as last seen) and its registered domain,
+    and domain -> URLs admitted, in this process: host ids never change, so a batch of
+    links needs no host query once its hosts are known.
     The counts only grow; one seen a little late lets a host pass its quota by a batch at
     most, which is what a quota counter is here anyway (see add_urls). Bounded."""
 
@@ -257,15 +272,18 @@ class _HostCache:
     def __init__(self):
         self.ids: dict[str, int] = {}
         self.counts: dict[int, int] = {}
+        self.domains: dict[int, str] = {}  # host id -> registered domain ("" when not known)
+        self.domain_counts: dict[str, int] = {}  # registered domain -> URLs admitted (as last seen)
 
     def clear(self) -> None:
-        self.ids, self.counts = {}, {}
+        self.ids, self.counts, self.domains, self.domain_counts = {}, {}, {}, {}
 
-    def learn(self, ids: dict[str, int], counts: dict[int, int]) -> None:
+    def learn(self, ids: dict[str, int], counts: dict[int, int], domain_counts: dict[str, int] | None = None) -> None:
         if len(self.ids) + len(ids) > self.LIMIT:
             self.clear()
         self.ids.update(ids)
         self.counts.update(counts)
+        self.domain_counts.update(domain_counts or {})
 
 
 _hosts_known = _HostCache()
@@ -280,17 +298,34 @@ def _hosts(origins: set[str]) -> tuple[dict[str, int], dict[int, int]]:
     missing = origins - ids.keys()
 
     def load(subset):
-        for origin, host_id, url_count in Host.objects.filter(origin__in=subset).values_list("origin", "id",
-                                                                                           "url_count"):
+        for origin, host_id, url_count, domain in Host.objects.filter(origin__in=subset).values_list(
+                "origin", "id", "url_count", "domain"):
             ids[origin], counts[host_id] = host_id, url_count
+            known.domains[host_id] = domain
 
     if missing:
         load(missing)
         new = missing - ids.keys()
         if new:
-            Host.objects.bulk_create([Host(origin=o) for o in sorted(new)], ignore_conflicts=True)
+            Host.objects.bulk_create([Host(origin=o, domain=scope.registered_domain(origin_hostname(o)))
+                                      for o in sorted(new)], ignore_conflicts=True)
             load(new)
     return ids, counts
+
+
+def _domain_counts(host_ids) -> dict[str, int]:
+    """Registered domain -> URLs admitted under it (the per-domain quota), for the domains
+    of these hosts: from this process's cache, one query for the domains it has not seen.
+    Like the host counts, a quota counter, not an exact figure."""
+    known = _hosts_known.domain_counts
+    domains = {_hosts_known.domains.get(host_id, "") for host_id in host_ids} - {""}
+    counts = {domain: known[domain] for domain in domains if domain in known}
+    missing = sorted(domains - counts.keys())
+    if missing:
+        found = dict(Host.objects.filter(domain__in=missing).values("domain").annotate(n=Sum("url_count"))
+                     .values_list("domain", "n"))
+        counts.update({domain: found.get(domain, 0) for domain in missing})
+    return counts
 
 
 _connection_seen = threading.local()  # each thread's Django connection is its own

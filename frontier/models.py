@@ -31,6 +31,10 @@ class Host(models.Model):
     robots_sitemaps = models.TextField(blank=True, default="", help_text="Sitemap: URLs the robots.txt lists, "
                                        "one per line (collected, not crawled yet)")
     url_count = models.IntegerField(default=0, help_text="URLs admitted (per-host quota)")
+    # The registered domain (eTLD+1), for the per-domain quota: a trap of endless subdomains
+    # is one domain. "" for hosts the previous release created (no domain quota for them).
+    domain = models.CharField(max_length=253, blank=True, default="", db_default="", db_index=True,
+                              help_text="registered domain (per-domain quota)")
     # The server address last connected to: hosts sharing one are one server to be polite to.
     address = models.GenericIPAddressField(null=True, blank=True, unpack_ipv4=True)
     response_time = models.FloatField(

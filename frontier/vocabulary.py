@@ -41,6 +41,7 @@ class Rejection(StrEnum):
     TRAP_PATTERN = "trap_pattern"  # its pattern's pages stopped bringing new text (frontier/traps.py)
     OUT_OF_SCOPE = "out_of_scope"
     HOST_QUOTA = "host_quota"
+    DOMAIN_QUOTA = "domain_quota"  # its registered domain reached CRAWLER_MAX_URLS_PER_DOMAIN
 
 
 class PageDetail(StrEnum):

@@ -4,7 +4,7 @@ admission refusal and an operator's resume."""
 import pytest
 
 from frontier import service, traps
-from frontier.models import Url, UrlPattern
+from frontier.models import Host, Url, UrlPattern
 from frontier.outcomes import FetchReport
 
 pytestmark = pytest.mark.django_db
@@ -75,3 +75,17 @@ def test_off_counts_nothing(settings):
     settings.CRAWLER_TRAP_MIN_PAGES = 0
     assert traps.count_yield(pages("/day/", 50, lambda i: False)) == []
     assert not UrlPattern.objects.exists()
+
+
+def test_a_registered_domain_has_a_quota_across_its_hosts(settings):
+    """A trap of endless subdomains: each host under its own quota, the domain under one."""
+    settings.CRAWLER_MAX_URLS_PER_DOMAIN = 25
+    result = service.add_urls([service.Candidate(f"http://s{i}.trap.example.co.uk/p{j}", 1)
+                               for i in range(10) for j in range(5)])
+    assert (result.admitted, result.rejected) == (25, {"domain_quota": 25})
+    assert set(Host.objects.values_list("domain", flat=True)) == {"example.co.uk"}  # eTLD+1
+    # Another domain is not held back; the same domain stays full in a later batch too.
+    result = service.add_urls([service.Candidate("http://other.example.org/a", 1),
+                               service.Candidate("http://s99.trap.example.co.uk/b", 1)])
+    assert (result.admitted, result.rejected) == (1, {"domain_quota": 1})
+    assert Url.objects.filter(url__contains="trap.example.co.uk").count() == 25
