@@ -64,8 +64,10 @@ def stopped(url: NormalUrl) -> bool:
 
 
 def url_stopped(url: str) -> bool:
-    """stopped() for a URL in the frontier's form."""
-    keys = _stopped_keys()
+    """stopped() for a URL in the frontier's form, from this process's last look at the
+    stopped patterns (no query: fetch threads call it, and they keep no database
+    connection; admission, in the writer, refreshes the look)."""
+    keys = _stopped[1]
     if not keys:
         return False
     scheme, _, rest = url.partition("://")
