@@ -98,6 +98,7 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
     positions = defaultdict(list)  # url_key -> its places in result.verdicts
     scopes_of = {}  # scope key -> its scopes, once per batch
     referrers = defaultdict(set)  # url_key -> other hosts linking to it, not counted before
+    counting_inlinks = settings.CRAWLER_SCORE_INLINK_HOST > 0  # off: no UPDATE for known URLs either
     out_of_scope = defaultdict(int)  # scope id -> links it left out
     for cand in candidates:
         try:
@@ -124,7 +125,7 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
         key = norm.key
         positions[key].append(len(result.verdicts))
         result.verdicts.append(norm.url)
-        if cand.via and cand.via != norm.origin and _inlinks.new((key, cand.via)):
+        if cand.via and cand.via != norm.origin and counting_inlinks and _inlinks.new((key, cand.via)):
             referrers[key].add(cand.via)
         if key in best:
             kept = best[key][1] if best[key][1].depth <= cand.depth else cand

@@ -212,33 +212,34 @@ def add_host_counts(counts: dict[int, int], bands: dict[int, int] | None = None)
 def add_inlinks(new_hosts: dict[int, int], points: int, cap: int) -> list[tuple[int, int]]:
     """Count newly seen referring hosts of waiting URLs ({url_key: how many}) and raise their
     score by `points` each, up to `cap` hosts; returns (host id, new score) of the URLs
-    raised, for their hosts' bands."""
+    raised, for their hosts' bands. One statement per distinct count (nearly always one:
+    a single new host), the rows found by their unique key. On PostgreSQL a row another
+    writer holds is skipped, not waited for: it is being recorded as fetched, and its score
+    no longer matters."""
     if not new_hosts:
         return []
-    keys = sorted(new_hosts)
-    gain = f"{points} * (CASE WHEN u.inlink_hosts + v.n < {cap} THEN u.inlink_hosts + v.n ELSE {cap} END" \
-           f" - CASE WHEN u.inlink_hosts < {cap} THEN u.inlink_hosts ELSE {cap} END)"
+    by_count: dict[int, list[int]] = {}
+    for key, n in sorted(new_hosts.items()):
+        by_count.setdefault(n, []).append(key)
+    found = []
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                f"""WITH {locked(_URLS, "url_key")}
-                    UPDATE {_URLS} u SET inlink_hosts = u.inlink_hosts + v.n,
-                        priority = LEAST(u.priority + {gain}, 30000)
-                    FROM unnest(%s::bigint[], %s::integer[]) AS v(url_key, n), locked
-                    WHERE u.url_key = v.url_key AND locked.url_key = v.url_key AND u.state = 'queued'
-                    RETURNING u.host_id, u.priority""",
-                [keys, keys, [new_hosts[k] for k in keys]])
-            return cursor.fetchall()
-        found = []
-        for key in keys:  # SQLite: one writer; a handful of URLs per batch
-            cursor.execute(
-                f"""UPDATE {_URLS} AS u SET inlink_hosts = u.inlink_hosts + v.n,
-                        priority = MIN(u.priority + {gain}, 30000)
-                    FROM (SELECT %s AS url_key, %s AS n) AS v
-                    WHERE u.url_key = v.url_key AND u.state = 'queued' RETURNING host_id, priority""",
-                [key, new_hosts[key]])
-            found.extend(cursor.fetchall())
-        return found
+        for n, keys in sorted(by_count.items()):
+            gain = f"{points} * (CASE WHEN inlink_hosts + {n} < {cap} THEN inlink_hosts + {n} ELSE {cap} END - inlink_hosts)"
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    f"""WITH locked AS (SELECT id FROM {_URLS} WHERE url_key = ANY(%s) AND state = 'queued'
+                                        AND inlink_hosts < {cap} ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)
+                        UPDATE {_URLS} SET priority = LEAST(priority + {gain}, 30000), inlink_hosts = inlink_hosts + {n}
+                        WHERE id = ANY(ARRAY(SELECT id FROM locked)) RETURNING host_id, priority""", [keys])
+                found.extend(cursor.fetchall())
+                continue
+            for chunk in in_chunks(keys):  # SQLite: one writer
+                cursor.execute(
+                    f"""UPDATE {_URLS} SET priority = MIN(priority + {gain}, 30000), inlink_hosts = inlink_hosts + {n}
+                        WHERE url_key IN ({marks(len(chunk))}) AND state = 'queued' AND inlink_hosts < {cap}
+                        RETURNING host_id, priority""", chunk)
+                found.extend(cursor.fetchall())
+    return found
 
 
 def raise_host_bands(bands: dict[int, int]) -> None:
@@ -251,9 +252,18 @@ def raise_host_bands(bands: dict[int, int]) -> None:
 
 
 def set_host_bands(bands: dict[int, int]) -> None:
-    """Hosts' score bands set (after a lease took their best URLs: what is left is no better)."""
+    """Hosts' score bands set (after a lease took their best URLs: what is left is no better).
+    On PostgreSQL one statement, skipping a host row another writer holds (a band is a hint)."""
     if not bands:
         return
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            ids = sorted(bands)
+            cursor.execute(
+                f"""WITH {locked(_HOSTS).replace("FOR NO KEY UPDATE", "FOR NO KEY UPDATE SKIP LOCKED")}
+                    UPDATE {_HOSTS} h SET band = v.band FROM unnest(%s::bigint[], %s::smallint[]) AS v(id, band), locked
+                    WHERE h.id = v.id AND locked.id = v.id AND h.band <> v.band""",
+                [ids, ids, [bands[i] for i in ids]])
+            return
         cursor.executemany(f"UPDATE {_HOSTS} SET band = %s WHERE id = %s AND band <> %s",
                            [(band, host_id, band) for host_id, band in sorted(bands.items())])

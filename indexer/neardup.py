@@ -78,7 +78,12 @@ def remember(pages: dict[int, int]) -> None:
     rows = sorted((key, simhash, document_id) for document_id, simhash in pages.items()
                   for key in bands(simhash, bits))
     with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {_BANDS} (band, simhash, document_id) VALUES (%s, %s, %s)", rows)
+        if connection.vendor == "postgresql":  # one statement for the batch
+            cursor.execute(f"INSERT INTO {_BANDS} (band, simhash, document_id) "
+                           "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])",
+                           [list(column) for column in zip(*rows)])
+        else:
+            cursor.executemany(f"INSERT INTO {_BANDS} (band, simhash, document_id) VALUES (%s, %s, %s)", rows)
 
 
 def forget(document_ids: list[int]) -> None:
