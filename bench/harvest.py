@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 BREADTH_FIRST = {  # the order before issue 29: priority = -depth, hosts by time ready
     "CRAWLER_SCORE_HOME": "0", "CRAWLER_SCORE_SECTION": "0", "CRAWLER_SCORE_INLINK_HOST": "0",
     "CRAWLER_SCORE_BAND_HIGH": "-30000", "CRAWLER_SCORE_BAND_LOW": "-30000",
-    "CRAWLER_SITEMAPS": "false", "CRAWLER_FEEDS": "false", "CRAWLER_NEAR_DUPLICATE_BITS": "0",
+    "CRAWLER_SITEMAPS": "false", "CRAWLER_FEEDS": "false", "CRAWLER_NEAR_DUPLICATE_BITS": "-1",
 }
 MODES = ("ours", "breadth-first", "scrapy")
 

@@ -224,7 +224,7 @@ class HarvestWeb:
         else:  # ever-deeper relative paths: every page links "deep/" below itself
             body = '<a href="deep/">deeper</a> <a href="other/">other</a>'
         # As a trap's pages are: one template, a date or a path changed (near-duplicates).
-        return 200, "text/html", (f"<html><head><title>Events {path}</title></head><body><p>{_TRAP_TEMPLATE}</p>"
+        return 200, "text/html", (f"<html><head><title>Events</title></head><body><p>{_TRAP_TEMPLATE}</p>"
                                   f"{body}</body></html>").encode()
 
 

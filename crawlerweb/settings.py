@@ -379,10 +379,11 @@ CRAWLER_METRICS_MAX_AGE = envfloat("CRAWLER_METRICS_MAX_AGE", 15.0)
 CRAWLER_METRICS_RETENTION_HOURS = envfloat("CRAWLER_METRICS_RETENTION_HOURS", 24.0, minimum=0.1)
 # Seconds between beat's metrics samples (the interval of its periodic task when created).
 CRAWLER_METRICS_SAMPLE_SECONDS = envfloat("CRAWLER_METRICS_SAMPLE_SECONDS", 15.0, minimum=1.0)
-# Near-duplicates across URLs (indexer/neardup.py): a page whose text is within this many
-# SimHash bits of an indexed page's (3 ~ 1 % of its word bigrams) is stored as its duplicate
-# and not indexed; 0 = off. At most 4: more bits mean narrower bands and slower lookups.
-CRAWLER_NEAR_DUPLICATE_BITS = envint("CRAWLER_NEAR_DUPLICATE_BITS", 3, maximum=4)
+# Duplicates across URLs by text (indexer/neardup.py): a page whose normalized text is an
+# indexed page's (0, the default) or within this many SimHash bits of it is stored as its
+# duplicate and not indexed; -1 = off. More than 0 is not advised yet: our SimHash makes long
+# texts of one language look alike (indexer/neardup.py says why). At most 4.
+CRAWLER_NEAR_DUPLICATE_BITS = envint("CRAWLER_NEAR_DUPLICATE_BITS", 0, minimum=-1, maximum=4)
 # Texts shorter than this many words are not compared (too little to tell a copy).
 CRAWLER_NEAR_DUPLICATE_MIN_WORDS = envint("CRAWLER_NEAR_DUPLICATE_MIN_WORDS", 50)
 # Worker processes that parse and analyse pages for a crawling process (fetch/parsepool.py):

@@ -53,4 +53,6 @@ class SimhashBand(models.Model):
 
     band = models.BigIntegerField(db_index=True, help_text="band number << 32 | the band's bits")
     simhash = models.BigIntegerField()
+    text_hash = models.CharField(max_length=32, blank=True, default="",
+                                 help_text="of the normalized text: with 0 bits the texts must be equal")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")

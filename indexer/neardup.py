@@ -1,7 +1,16 @@
-"""Near-duplicates across URLs: a page whose text is within CRAWLER_NEAR_DUPLICATE_BITS
-SimHash bits of an indexed page's is stored as a duplicate of it and not indexed, so search
-shows one result for one text (a mirror, a printer-friendly copy, the same article under
-two paths). Exact duplicates (the same bytes) are caught before, by the content hash.
+"""Duplicates across URLs by their text: a page whose normalized text is an indexed page's
+(CRAWLER_NEAR_DUPLICATE_BITS 0, the default), or within that many SimHash bits of it, is
+stored as a duplicate of it and not indexed, so search shows one result for one text (a
+mirror, a printer-friendly copy, the same article under two paths, whatever their markup).
+Exact duplicates (the same bytes) are caught before, by the content hash.
+
+Why 0 bits by default: our SimHash (indexer/fingerprint.py) hashes a bigram as L(a) XOR
+R(b), which decomposes into the words' own bits, so over a long text its majority vote
+follows the language's frequent words, and long English pages converge on nearly the same
+SimHash: on the documentation corpus of `make bench-search`, 3 bits marked 169 unrelated
+pages near-duplicates (55 of one index page) and lost 12 of 600 query targets. It tells a
+page's change from noise well enough (that compares a page with itself); comparing
+different pages needs a bigram hash that does not decompose (to do, with a re-fingerprint).
 
 The SimHash (indexer/fingerprint.py) measures the fraction of a text's word bigrams that
 differ: 3 bits is about 1 % of the text. Texts shorter than CRAWLER_NEAR_DUPLICATE_MIN_WORDS
@@ -28,11 +37,14 @@ _MASK64 = (1 << 64) - 1
 
 
 def enabled() -> bool:
-    return settings.CRAWLER_NEAR_DUPLICATE_BITS > 0
+    return settings.CRAWLER_NEAR_DUPLICATE_BITS >= 0
 
 
 def bands(simhash: int, bits: int) -> list[int]:
-    """The bits + 1 band keys of a SimHash: band i's number in the high half, its bits below."""
+    """The bits + 1 band keys of a SimHash: band i's number in the high half, its bits below;
+    with 0 bits the one key is the SimHash itself (equal texts have equal SimHashes)."""
+    if bits == 0:
+        return [simhash]
     count = bits + 1
     value = simhash & _MASK64
     keys, start = [], 0
@@ -43,47 +55,53 @@ def bands(simhash: int, bits: int) -> list[int]:
     return keys
 
 
-def originals(pages: dict[int, int]) -> dict[int, int]:
-    """For {document id: SimHash} of pages about to be indexed: {document id: the id of the
-    indexed (or earlier in the batch) document whose text it nearly repeats}."""
+def _same(bits: int, simhash: int, text_hash: str, other_hash: int, other_text: str) -> bool:
+    return text_hash == other_text if bits == 0 else hamming(simhash, other_hash) <= bits
+
+
+def originals(pages: dict[int, tuple[int, str]]) -> dict[int, int]:
+    """For {document id: (SimHash, text hash)} of pages about to be indexed: {document id: the
+    id of the indexed (or earlier in the batch) document whose text it repeats}."""
     bits = settings.CRAWLER_NEAR_DUPLICATE_BITS
-    if not pages or bits <= 0:
+    if not pages or not enabled():
         return {}
-    keys = {document_id: bands(simhash, bits) for document_id, simhash in pages.items()}
-    stored: dict[int, list[tuple[int, int]]] = {}  # band key -> (document id, SimHash) indexed
+    keys = {document_id: bands(simhash, bits) for document_id, (simhash, _) in pages.items()}
+    stored: dict[int, list[tuple[int, int, str]]] = {}  # band key -> (document id, SimHash, text hash)
     with connection.cursor() as cursor:
         for chunk in in_chunks(sorted({key for page_keys in keys.values() for key in page_keys})):
-            cursor.execute(f"SELECT band, document_id, simhash FROM {_BANDS} WHERE band IN ({marks(len(chunk))})",
-                           chunk)
-            for band, document_id, simhash in cursor.fetchall():
-                stored.setdefault(band, []).append((document_id, simhash))
+            cursor.execute(f"SELECT band, document_id, simhash, text_hash FROM {_BANDS} "
+                           f"WHERE band IN ({marks(len(chunk))})", chunk)
+            for band, document_id, simhash, text_hash in cursor.fetchall():
+                stored.setdefault(band, []).append((document_id, simhash, text_hash))
     found = {}
     for document_id in sorted(pages):  # the batch's own pages join the lookup in id order
-        simhash = pages[document_id]
-        best = min((other for key in keys[document_id] for other, other_hash in stored.get(key, ())
-                    if other != document_id and hamming(simhash, other_hash) <= bits), default=None)
+        simhash, text_hash = pages[document_id]
+        best = min((other for key in keys[document_id] for other, other_hash, other_text in stored.get(key, ())
+                    if other != document_id and _same(bits, simhash, text_hash, other_hash, other_text)),
+                   default=None)
         if best is not None:
             found[document_id] = best
             continue
         for key in keys[document_id]:
-            stored.setdefault(key, []).append((document_id, simhash))
+            stored.setdefault(key, []).append((document_id, simhash, text_hash))
     return found
 
 
-def remember(pages: dict[int, int]) -> None:
-    """Index the bands of {document id: SimHash} of pages just indexed."""
-    bits = settings.CRAWLER_NEAR_DUPLICATE_BITS
-    if not pages or bits <= 0:
+def remember(pages: dict[int, tuple[int, str]]) -> None:
+    """Index the bands of {document id: (SimHash, text hash)} of pages just indexed."""
+    if not pages or not enabled():
         return
-    rows = sorted((key, simhash, document_id) for document_id, simhash in pages.items()
+    bits = settings.CRAWLER_NEAR_DUPLICATE_BITS
+    rows = sorted((key, simhash, text_hash, document_id) for document_id, (simhash, text_hash) in pages.items()
                   for key in bands(simhash, bits))
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":  # one statement for the batch
-            cursor.execute(f"INSERT INTO {_BANDS} (band, simhash, document_id) "
-                           "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])",
+            cursor.execute(f"INSERT INTO {_BANDS} (band, simhash, text_hash, document_id) "
+                           "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::varchar(32)[], %s::bigint[])",
                            [list(column) for column in zip(*rows)])
         else:
-            cursor.executemany(f"INSERT INTO {_BANDS} (band, simhash, document_id) VALUES (%s, %s, %s)", rows)
+            cursor.executemany(f"INSERT INTO {_BANDS} (band, simhash, text_hash, document_id) "
+                               "VALUES (%s, %s, %s, %s)", rows)
 
 
 def forget(document_ids: list[int]) -> None:
@@ -104,12 +122,12 @@ def rebuild(batch: int = 5000) -> int:
     if not enabled():
         return 0
     rows = (Document.objects.filter(indexed=True).exclude(url__simhash=None).order_by("id")
-            .values_list("id", "url__simhash"))
+            .values_list("id", "url__simhash", "url__text_hash"))
     done, last = 0, 0
     while True:
         chunk = list(rows.filter(id__gt=last)[:batch])
         if not chunk:
             return done
-        remember(dict(chunk))
+        remember({document_id: (simhash, text_hash) for document_id, simhash, text_hash in chunk})
         done += len(chunk)
         last = chunk[-1][0]

@@ -219,7 +219,7 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
                 candidates.append((p, document_id))
         if previous:
             neardup.forget(previous)
-        simhashes = {document_id: p.fingerprint.simhash for p, document_id in candidates
+        simhashes = {document_id: (p.fingerprint.simhash, p.fingerprint.text_hash) for p, document_id in candidates
                      if p.fingerprint is not None and p.fingerprint.words >= settings.CRAWLER_NEAR_DUPLICATE_MIN_WORDS}
         near = neardup.originals(simhashes)
         indexable = []

@@ -17,6 +17,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('band', models.BigIntegerField(db_index=True, help_text="band number << 32 | the band's bits")),
                 ('simhash', models.BigIntegerField()),
+                ('text_hash', models.CharField(blank=True, default='', help_text='of the normalized text: with 0 bits the texts must be equal', max_length=32)),
                 ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='indexer.document')),
             ],
         ),
