@@ -12,9 +12,9 @@ own request log says what it fetched in which order:
 - trap: requests to the trap host past its real pages;
 - requests in all, and the crawl's seconds.
 
-Crawlers: ours with the defaults; ours breadth-first (the order before issue 29: the score
-is the depth alone, one band, no sitemaps, no near-duplicate test) — the baseline the issue
-names; Scrapy in its default order (depth-first: LIFO queues, DEPTH_PRIORITY 0), stopped
+Crawlers: ours with the defaults; ours breadth-first (the crawler before issue 29: the
+score is the depth alone, one band, no sitemaps, no duplicate test across URLs, no trap
+rule) — the baseline the issue names; Scrapy in its default order (depth-first: LIFO queues, DEPTH_PRIORITY 0), stopped
 after as many pages as the web has (a trap has no end for it).
 """
 from __future__ import annotations
@@ -39,6 +39,7 @@ BREADTH_FIRST = {  # the order before issue 29: priority = -depth, hosts by time
     "CRAWLER_SCORE_HOME": "0", "CRAWLER_SCORE_SECTION": "0", "CRAWLER_SCORE_INLINK_HOST": "0",
     "CRAWLER_SCORE_BAND_HIGH": "-30000", "CRAWLER_SCORE_BAND_LOW": "-30000",
     "CRAWLER_SITEMAPS": "false", "CRAWLER_FEEDS": "false", "CRAWLER_NEAR_DUPLICATE_BITS": "-1",
+    "CRAWLER_TRAP_MIN_PAGES": "0",
 }
 MODES = ("ours", "breadth-first", "scrapy")
 
