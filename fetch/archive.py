@@ -356,6 +356,9 @@ def read_response(location: Location) -> ArchivedResponse:
     if warc_record.rec_type != "response":
         raise ArchiveUnavailable(f"the record at {location.filename}:{location.offset} is a {warc_record.rec_type}")
     http_headers = warc_record.http_headers
+    if http_headers is None:  # bytes that parse as a response record but hold no HTTP message
+        raise ArchiveUnavailable(f"no WARC record at {location.filename}:{location.offset} "
+                                 "(a response record without HTTP headers)")
     return ArchivedResponse(
         location=location,
         target_uri=warc_record.rec_headers.get_header("WARC-Target-URI", ""),

@@ -90,7 +90,8 @@ def test_a_text_under_two_urls_is_indexed_once(crawled):
         if detail == "near_duplicate":
             assert (document.indexed, document.duplicate_of_id) == (False, original.id)
     found = [hit.url for hit in search("zanzibarquokka")]
-    assert original.address in found and crawled + "/a-copy" not in found
+    # One of the two copies (whichever was stored first), and the page one word apart.
+    assert original.address in found and len({crawled + "/a", crawled + "/a-copy"} & set(found)) == 1
     # Unrelated and short texts are not compared away.
     assert {path: outcome(crawled, path) for path in ("/b", "/short1", "/short2", "/canon-target")} == {
         "/b": "indexed", "/short1": "indexed", "/short2": "indexed", "/canon-target": "indexed"}
