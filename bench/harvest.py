@@ -137,7 +137,7 @@ def _run_once(config: HarvestConfig, modes: list[str], timeout: float) -> dict:
                     extra = crawl_scrapy(served, workdir, timeout)
                 else:
                     extra = crawl_ours(served, workdir, BREADTH_FIRST if mode == "breadth-first" else {}, timeout)
-                time.sleep(0.3)  # the server flushes its log every 0.1 s
+            # Leaving `serving` stopped the server, which flushes its log before it exits.
             results[mode] = figures(served, read_requests(log)) | extra
     return results
 

@@ -100,6 +100,7 @@ class HarvestWeb:
                     out += [(o, rng.randrange(c.pages)) for o in rng.sample(range(c.hosts), min(15, c.hosts))]
                 self.links[(h, n)] = list(dict.fromkeys(link for link in out if link != (h, n)))
         self.mirror_linked_from = [(h, 1) for h in range(1, min(4, c.hosts))]
+        self._by_path = {path: n for (h, n), path in self.paths.items() if h == 0}  # every host has host 0's paths
 
     def _path(self, n: int) -> str:
         sections = self.config.sections
@@ -192,8 +193,6 @@ class HarvestWeb:
         return 200, "text/html; charset=utf-8", self._page(h, content_host, n)
 
     def _page_of(self, path: str) -> int | None:
-        if not hasattr(self, "_by_path"):
-            self._by_path = {p: n for (h, n), p in self.paths.items() if h == 0}
         return self._by_path.get(path)
 
     def _page(self, h: int, content_host: int, n: int) -> bytes:

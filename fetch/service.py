@@ -243,7 +243,7 @@ def store(results: Results) -> None:
                         redirect.attempts))
     links = []
     for page, queued, _ in results.pages:
-        via = _origin(page.url)
+        via = frontier.origin_of(page.url)
         kind = UrlKind.NESTED_SITEMAP if page.lists_sitemaps else UrlKind.PAGE
         hints = page.sitemap_priorities
         if hints is None:
@@ -272,14 +272,8 @@ def store(results: Results) -> None:
             indexer.remove_pages(gone)
         # What each URL pattern yields, for the traps that stop themselves (frontier/traps.py):
         # new text or a copy; noindex and canonical pages say nothing either way.
-        frontier.count_pattern_yield([(page.url, _origin(page.url), details[page.url_id] == PageDetail.INDEXED)
+        frontier.count_pattern_yield([(page.url, details[page.url_id] == PageDetail.INDEXED)
                                       for page, _, _ in results.pages if details.get(page.url_id) in _YIELD_DETAILS])
-
-
-def _origin(url: str) -> str:
-    """scheme://host[:port] of a URL in the frontier's form."""
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.split('/', 1)[0]}"
 
 
 def _admit_canonicals(pages: list) -> None:

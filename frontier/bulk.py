@@ -260,7 +260,7 @@ def set_host_bands(bands: dict[int, int]) -> None:
         if connection.vendor == "postgresql":
             ids = sorted(bands)
             cursor.execute(
-                f"""WITH {locked(_HOSTS).replace("FOR NO KEY UPDATE", "FOR NO KEY UPDATE SKIP LOCKED")}
+                f"""WITH {locked(_HOSTS, skip_locked=True)}
                     UPDATE {_HOSTS} h SET band = v.band FROM unnest(%s::bigint[], %s::smallint[]) AS v(id, band), locked
                     WHERE h.id = v.id AND locked.id = v.id AND h.band <> v.band""",
                 [ids, ids, [bands[i] for i in ids]])

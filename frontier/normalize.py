@@ -78,6 +78,12 @@ def url_hash(url: str) -> str:
     return hashlib.blake2b(url.encode("utf-8"), digest_size=16).hexdigest()
 
 
+def origin_of(url: str) -> str:
+    """scheme://host[:port] of a URL already in the frontier's form (normalize(...).url)."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}"
+
+
 def url_key(url: str) -> int:
     """The URL's key in the frontier: the first 8 bytes of url_hash's digest as a signed
     64-bit integer (a BIGINT), so that PostgreSQL can derive it from a url_hash written by

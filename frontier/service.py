@@ -51,6 +51,7 @@ from .leases import (
     renew_leases,
 )
 from .importance import sitemap_hint
+from .normalize import origin_of
 from .traps import count_yield as count_pattern_yield
 from .traps import TRAP_OUTCOME
 from .traps import url_stopped as pattern_stopped
@@ -100,7 +101,7 @@ save_scope_patterns = _scope.save_patterns
 __all__ = [
     # admission
     "AdmitResult", "Candidate", "add_seeds", "add_urls", "canonical_url", "default_scope", "forget_caches",
-    "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield",
+    "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield", "origin_of",
     "pattern_stopped", "TRAP_OUTCOME",
     "InvalidScope", "ScopeSpec", "parse_spec", "scope_key_taken", "save_scope_patterns",
     # steering

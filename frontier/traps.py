@@ -30,7 +30,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from .models import Host, Url, UrlPattern, UrlState
-from .normalize import NormalUrl
+from .normalize import NormalUrl, origin_of
 
 _DIGITS = re.compile(r"\d+")
 STOPPED_RECHECK_SECONDS = 5.0
@@ -38,8 +38,9 @@ TRAP_OUTCOME = "trap_pattern"
 _PATTERNS = UrlPattern._meta.db_table
 
 
-def pattern_of(url: str, origin: str) -> str:
-    """The pattern of a URL in the frontier's form, whose origin is `origin`."""
+def pattern_of(url: str) -> str:
+    """The pattern of a URL in the frontier's form."""
+    origin = origin_of(url)
     rest = url[len(origin):]
     path, question, _ = rest.partition("?")
     segments = [_DIGITS.sub("#", s) for s in path.split("/")[1:]]
@@ -60,7 +61,7 @@ _stopped: tuple[float, frozenset] = (0.0, frozenset())
 
 def stopped(url: NormalUrl) -> bool:
     keys = _stopped_keys()
-    return bool(keys) and pattern_key(pattern_of(url.url, url.origin)) in keys
+    return bool(keys) and pattern_key(pattern_of(url.url)) in keys
 
 
 def url_stopped(url: str) -> bool:
@@ -68,11 +69,7 @@ def url_stopped(url: str) -> bool:
     stopped patterns (no query: fetch threads call it, and they keep no database
     connection; admission, in the writer, refreshes the look)."""
     keys = _stopped[1]
-    if not keys:
-        return False
-    scheme, _, rest = url.partition("://")
-    origin = f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0]}"
-    return pattern_key(pattern_of(url, origin)) in keys
+    return bool(keys) and pattern_key(pattern_of(url)) in keys
 
 
 def _stopped_keys() -> frozenset:
@@ -93,14 +90,14 @@ def forget_stopped() -> None:
 
 # --- the yield of stored pages ----------------------------------------------------------------
 
-def count_yield(pages: list[tuple[str, str, bool]]) -> list[str]:
-    """Count stored pages, (url, origin, new text?) each, for their patterns; stop the
-    patterns whose yield collapsed. Returns the patterns stopped now."""
+def count_yield(pages: list[tuple[str, bool]]) -> list[str]:
+    """Count stored pages, (url, new text?) each, for their patterns; stop the patterns
+    whose yield collapsed. Returns the patterns stopped now."""
     if not pages or not settings.CRAWLER_TRAP_MIN_PAGES:
         return []
     counts: dict[str, list[int]] = {}
-    for url, origin, new in pages:
-        count = counts.setdefault(pattern_of(url, origin), [0, 0])
+    for url, new in pages:
+        count = counts.setdefault(pattern_of(url), [0, 0])
         count[0] += 1
         count[1] += int(new)
     rows = sorted((pattern_key(p), p, n, new) for p, (n, new) in counts.items())  # key order: no deadlocks
@@ -147,10 +144,8 @@ def resume(pattern: str) -> int:
 
 
 def _queued_ids(pattern: str, state: str) -> list[int]:
-    origin = pattern.split("/", 3)
-    origin = "/".join(origin[:3])
-    host = Host.objects.filter(origin=origin).values_list("id", flat=True).first()
+    host = Host.objects.filter(origin=origin_of(pattern)).values_list("id", flat=True).first()
     if host is None:
         return []
     rows = Url.objects.filter(host_id=host, state=state).values_list("id", "url").iterator(chunk_size=5000)
-    return [url_id for url_id, url in rows if pattern_of(url, origin) == pattern]
+    return [url_id for url_id, url in rows if pattern_of(url) == pattern]

@@ -22,11 +22,11 @@ ORIGIN = "http://t.test"
     ("/deep/", "/deep/"),
 ])
 def test_a_pattern_abstracts_numbers_and_folds_deep_paths(path, pattern):
-    assert traps.pattern_of(ORIGIN + path, ORIGIN) == ORIGIN + pattern
+    assert traps.pattern_of(ORIGIN + path) == ORIGIN + pattern
 
 
 def pages(prefix, n, new):
-    return [(f"{ORIGIN}{prefix}{i}", ORIGIN, new(i)) for i in range(n)]
+    return [(f"{ORIGIN}{prefix}{i}", new(i)) for i in range(n)]
 
 
 def test_a_pattern_whose_pages_bring_nothing_new_is_stopped_and_its_urls_set_aside(settings):
@@ -35,8 +35,7 @@ def test_a_pattern_whose_pages_bring_nothing_new_is_stopped_and_its_urls_set_asi
                      + [service.Candidate(f"{ORIGIN}/article/{i}", 2) for i in range(40)])
     # Articles bring new text; the days are copies but the first. Counted a batch at a time.
     for start in range(0, 30, 10):
-        stopped = traps.count_yield([(url, origin, new) for url, origin, new in pages("/day/", 30, lambda i: i == 0)
-                                     [start:start + 10]]
+        stopped = traps.count_yield(pages("/day/", 30, lambda i: i == 0)[start:start + 10]
                                     + pages("/article/", 30, lambda i: True)[start:start + 10])
     assert stopped == []  # stopped at the second batch already (20 pages, 1 new)
     days = UrlPattern.objects.get(pattern=f"{ORIGIN}/day/#")
