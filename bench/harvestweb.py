@@ -155,14 +155,14 @@ class HarvestWeb:
         return {f"http://{self.hosts[self.mirror]}{self.paths[(0, n)]}" for n in range(self.config.pages)}
 
     def is_trap_beyond_depth(self, url: str) -> bool:
-        """A trap-host URL that is not one of its real pages."""
+        """A trap-host URL that is not one of its real pages (nor robots.txt or a sitemap guess)."""
         if not url.startswith(f"http://{self.hosts[self.trap]}/"):
             return False
         path = url.split("/", 3)[3]
         if path.startswith("cal/"):
             day = path[4:].rstrip("/")
             return not (day.isdigit() and int(day) < self.config.trap_real)
-        return path not in ("",)
+        return path not in ("", "robots.txt", "sitemap.xml")
 
     def real_urls(self) -> set[str]:
         """What a crawler should fetch: content pages (sitemap-only included), the trap

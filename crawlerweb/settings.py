@@ -379,6 +379,11 @@ CRAWLER_METRICS_MAX_AGE = envfloat("CRAWLER_METRICS_MAX_AGE", 15.0)
 CRAWLER_METRICS_RETENTION_HOURS = envfloat("CRAWLER_METRICS_RETENTION_HOURS", 24.0, minimum=0.1)
 # Seconds between beat's metrics samples (the interval of its periodic task when created).
 CRAWLER_METRICS_SAMPLE_SECONDS = envfloat("CRAWLER_METRICS_SAMPLE_SECONDS", 15.0, minimum=1.0)
+# Mirrors (frontier/traps.py): a host with at least this many pages stored, of which at least
+# CRAWLER_MIRROR_MIN_SHARE were copies of other hosts' pages, is stopped like a trap: no more
+# of its URLs admitted, its queued ones set aside (outcome mirror_host). 0 = off.
+CRAWLER_MIRROR_MIN_PAGES = envint("CRAWLER_MIRROR_MIN_PAGES", 5)
+CRAWLER_MIRROR_MIN_SHARE = envfloat("CRAWLER_MIRROR_MIN_SHARE", 0.8)
 # Duplicates across URLs by text (indexer/neardup.py): a page whose normalized text is an
 # indexed page's (0, the default) or within this many SimHash bits of it is stored as its
 # duplicate and not indexed; -1 = off. More than 0 is not advised yet: our SimHash makes long
@@ -483,8 +488,9 @@ CRAWLER_SEARCH_STATS_SECONDS = envfloat("CRAWLER_SEARCH_STATS_SECONDS", 60.0)
 CRAWLER_TOTAL_DEADLINE = envfloat("CRAWLER_TOTAL_DEADLINE", 30.0, minimum=0.5)
 # Traps that stop themselves (frontier/traps.py): a URL pattern with at least this many pages
 # stored, of which at most CRAWLER_TRAP_MAX_YIELD were new text (not duplicates), is stopped:
-# no more of its URLs admitted, its queued ones set aside. 0 = off.
-CRAWLER_TRAP_MIN_PAGES = envint("CRAWLER_TRAP_MIN_PAGES", 20)
+# no more of its URLs admitted, its queued ones set aside; on a host with a stopped pattern
+# already, a quarter as many pages (at least 3) suffice. 0 = off.
+CRAWLER_TRAP_MIN_PAGES = envint("CRAWLER_TRAP_MIN_PAGES", 10)
 CRAWLER_TRAP_MAX_YIELD = envfloat("CRAWLER_TRAP_MAX_YIELD", 0.1)
 # The User-Agent header sent with every request.
 CRAWLER_USER_AGENT = envstr(

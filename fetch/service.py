@@ -241,7 +241,7 @@ def store(results: Results) -> None:
         outcome = _follow_redirect(redirect.target)
         reports.append((FetchReport(redirect.url_id, status=redirect.status, redirect_outcome=outcome),
                         redirect.attempts))
-    links = []
+    links, lastmods = [], []
     for page, queued, _ in results.pages:
         via = frontier.origin_of(page.url)
         kind = UrlKind.NESTED_SITEMAP if page.lists_sitemaps else UrlKind.PAGE
@@ -252,10 +252,15 @@ def store(results: Results) -> None:
         else:  # a sitemap of pages: its listing (and each <priority>) is a hint, not a vote
             links += [frontier.Candidate(link, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes,
                                          hint=frontier.sitemap_hint(priority)) for link, priority in zip(page.links, hints)]
+            lastmods.append((page.base, [(link, lastmod) for link, lastmod in zip(page.links, page.sitemap_lastmods)
+                                         if lastmod]))
         links += [frontier.Candidate(feed, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes,
                                      kind=UrlKind.FEED, via=via) for feed in page.feeds]
     if links:
         frontier.add_urls(links)
+    for base, changes in lastmods:  # pages a sitemap says changed since our visit: visited sooner
+        if changes:
+            frontier.sitemap_changes(changes, base)
     _admit_canonicals(results.pages)
     with transaction.atomic():
         details = indexer.store_pages([page for page, _, _ in results.pages])
@@ -270,10 +275,15 @@ def store(results: Results) -> None:
         gone = frontier.record_fetches(reports).gone
         if gone:  # gone twice in a row: the page leaves the index
             indexer.remove_pages(gone)
-        # What each URL pattern yields, for the traps that stop themselves (frontier/traps.py):
-        # new text or a copy; noindex and canonical pages say nothing either way.
-        frontier.count_pattern_yield([(page.url, details[page.url_id] == PageDetail.INDEXED)
-                                      for page, _, _ in results.pages if details.get(page.url_id) in _YIELD_DETAILS])
+        # What each URL pattern and host yields, for the traps and mirrors that stop
+        # themselves (frontier/traps.py): new text or a copy (of another host's page?);
+        # noindex and canonical pages say nothing either way.
+        counted = [page for page, _, _ in results.pages if details.get(page.url_id) in _YIELD_DETAILS]
+        copies = indexer.originals_of([page.url_id for page in counted if details[page.url_id] != PageDetail.INDEXED])
+        frontier.count_pattern_yield([
+            (page.url, details[page.url_id] == PageDetail.INDEXED,
+             page.url_id in copies and frontier.origin_of(copies[page.url_id]) != frontier.origin_of(page.url))
+            for page in counted])
 
 
 def _admit_canonicals(pages: list) -> None:

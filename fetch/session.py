@@ -59,7 +59,6 @@ EMPTY_ANSWERS = 2  # asks for more URLs that found none before a session ends
 
 
 SETTLED = "settled"  # the URL is done without a request; go to the next one
-TRAP_OUTCOME = frontier.TRAP_OUTCOME  # a URL of a pattern stopped as a trap (frontier/traps.py), set aside
 SENT = "sent"  # a request was made for the URL
 
 
@@ -322,12 +321,13 @@ def not_excluded(session: HostSession, queued) -> End | None:
 
 
 def pattern_not_stopped(session: HostSession, queued) -> str | None:
-    """The URL's pattern was stopped as a trap meanwhile (frontier/traps.py): no request; the
-    URL is set aside like its pattern's other queued URLs (one admitted by a process that
-    had not heard of the stop yet included)."""
-    if not frontier.pattern_stopped(queued.url):
+    """The URL's pattern was stopped as a trap, or its host as a mirror, meanwhile
+    (frontier/traps.py): no request; the URL is set aside like the other queued URLs (one
+    admitted by a process that had not heard of the stop yet included)."""
+    reason = frontier.pattern_stopped(queued.url)
+    if not reason:
         return None
-    session.sink(UrlsDone(session.host_id, Results(reports=[(FetchReport(queued.id, set_aside=TRAP_OUTCOME),
+    session.sink(UrlsDone(session.host_id, Results(reports=[(FetchReport(queued.id, set_aside=reason),
                                                               queued.attempts)])))
     return SETTLED
 

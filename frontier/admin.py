@@ -378,16 +378,21 @@ class ExcludedDomainForm(forms.ModelForm):
 @admin.register(UrlPattern)
 class UrlPatternAdmin(ReadOnlyAdmin):
     """URL patterns and what their pages yielded (frontier/traps.py): a stopped one is a trap
-    that stopped itself; resuming it queues its URLs again and it is never stopped again."""
+    that stopped itself; a bare origin is a whole host, stopped as a mirror of another host's
+    pages. Resuming one queues its URLs again and it is never stopped again."""
 
-    list_display = ("pattern", "pages", "new_pages", "yield_share", "stopped_at", "allowed")
+    list_display = ("pattern", "kind", "pages", "new_pages", "yield_share", "stopped_at", "allowed")
     list_filter = (("stopped_at", admin.EmptyFieldListFilter), "allowed")
     search_fields = ("pattern",)
     actions = ["resume_patterns", "stop_patterns"]
 
-    @admin.display(description="new text")
+    @admin.display(description="new text (host: not a copy of another host's page)")
     def yield_share(self, pattern):
         return f"{pattern.new_pages / pattern.pages:.0%}" if pattern.pages else "–"
+
+    @admin.display(description="counts")
+    def kind(self, pattern):
+        return "host (mirror test)" if traps.is_host_pattern(pattern.pattern) else "path pattern (trap test)"
 
     @admin.action(description="Resume: not a trap (queue its URLs again, never stop it)", permissions=["steer"])
     def resume_patterns(self, request, queryset):

@@ -119,8 +119,9 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
                 out_of_scope[int(cand.scopes.split(",", 1)[0])] += 1
                 result.reject(Rejection.OUT_OF_SCOPE)
                 continue
-        if traps.stopped(norm):
-            result.reject(Rejection.TRAP_PATTERN)
+        stopped = traps.stopped(norm)
+        if stopped:
+            result.reject(Rejection(stopped))
             continue
         key = norm.key
         positions[key].append(len(result.verdicts))

@@ -39,8 +39,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from crawlerweb.bulksql import in_chunks
+
 from . import changerate
 from .models import RecrawlPlan, Url, UrlState
+from .normalize import InvalidUrl, normalize
 from .vocabulary import Observation
 
 DAY = 86400.0
@@ -305,6 +308,41 @@ def _most_overdue(now: datetime, n: int) -> list[int]:
                    .values_list("next_fetch_at", "id")[:n])
     due.sort()
     return [url_id for _, url_id in due[:n]]
+
+
+def sitemap_changes(changes: list[tuple[str, float]], base: str | None = None, now: datetime | None = None) -> int:
+    """A sitemap's <lastmod>s, (link, Unix seconds) each: a fetched page the sitemap says
+    changed after our last visit is visited sooner, at its next allowed time (the last visit
+    plus CRAWLER_RECRAWL_MIN_INTERVAL, not before now) if that is earlier than planned. The
+    visit itself is the observation the estimator learns from (a lastmod says when the page
+    changed, the visit says what changed). A lastmod in the future, or no later than our
+    last visit, says nothing; each one brings a visit forward once (after the visit it is
+    older than the visit), and release_due still spends no more than the budget. Returns
+    how many visits were brought forward."""
+    now = now or timezone.now()
+    latest = now.timestamp() + 300.0  # a server's clock a little ahead is no lie
+    keys: dict[int, float] = {}
+    for link, lastmod in changes:
+        if lastmod is None or lastmod > latest:
+            continue
+        try:
+            key = normalize(link, base).key
+        except InvalidUrl:
+            continue
+        keys[key] = max(lastmod, keys.get(key, lastmod))
+    soonest = timedelta(seconds=settings.CRAWLER_RECRAWL_MIN_INTERVAL)
+    moves = []
+    for chunk in in_chunks(sorted(keys)):
+        for url_id, key, fetched_at, due_at in Url.objects.filter(url_key__in=chunk, state=UrlState.FETCHED).values_list(
+                "id", "url_key", "last_fetched_at", "next_fetch_at"):
+            if fetched_at is None or keys[key] <= fetched_at.timestamp():
+                continue
+            when = max(now, fetched_at + soonest)
+            if when < due_at:
+                moves.append((url_id, when))
+    for url_id, when in moves:
+        Url.objects.filter(id=url_id, state=UrlState.FETCHED).update(next_fetch_at=when)
+    return len(moves)
 
 
 def due_counts(now: datetime | None = None) -> dict:

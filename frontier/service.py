@@ -53,7 +53,6 @@ from .leases import (
 from .importance import sitemap_hint
 from .normalize import origin_of
 from .traps import count_yield as count_pattern_yield
-from .traps import TRAP_OUTCOME
 from .traps import url_stopped as pattern_stopped
 from .limits import current_limits
 from .progress import crawl_summary, deferred_work, has_pending_work, has_work_due_within, next_due_in
@@ -68,7 +67,7 @@ from .records import (
     save_robots,
     settle_unstorable,
 )
-from .recrawl import due_counts, plan_recrawl, release_due
+from .recrawl import due_counts, plan_recrawl, release_due, sitemap_changes
 from .scope import InvalidScope, ScopeSpec, parse_spec
 from .stats import (
     crawl_paused_since,
@@ -102,7 +101,7 @@ __all__ = [
     # admission
     "AdmitResult", "Candidate", "add_seeds", "add_urls", "canonical_url", "default_scope", "forget_caches",
     "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield", "origin_of",
-    "pattern_stopped", "TRAP_OUTCOME",
+    "pattern_stopped",
     "InvalidScope", "ScopeSpec", "parse_spec", "scope_key_taken", "save_scope_patterns",
     # steering
     "UNSET", "InvalidDomain", "LimitsChange", "canonical_domain", "origin_excluded", "resume_excluded_urls",
@@ -119,7 +118,7 @@ __all__ = [
     # progress and figures
     "crawl_summary", "deferred_work", "has_pending_work", "has_work_due_within", "next_due_in",
     # recrawl
-    "release_due", "plan_recrawl", "due_counts",
+    "release_due", "plan_recrawl", "due_counts", "sitemap_changes",
     "dead_letter_count", "host_figures", "recent_errors", "top_hosts", "url_figures",
     "crawl_paused_since", "host_health", "overdue_work",
 ]

@@ -11,10 +11,22 @@ first two segments kept and anything deeper folded into `…`, a query into `?�
 Every stored page counts for its pattern (UrlPattern): one page more, and one new page if
 it was indexed (not an exact or near duplicate, not noindex). Once a pattern has
 CRAWLER_TRAP_MIN_PAGES pages and at most CRAWLER_TRAP_MAX_YIELD of them were new, it is
-stopped: its queued URLs are set aside (state `excluded`, outcome `trap_pattern`) and no
-more of its URLs are admitted (rejection `trap_pattern`), in every process within
-STOPPED_RECHECK_SECONDS. An operator resumes a pattern in the admin: its URLs are queued
+stopped. A host that has shown one trap is watched more closely: its other patterns are
+judged after a quarter of those pages (at least SUSPECT_MIN_PAGES), as a trap host tends to
+make several (an endless calendar and ever-deeper relative links, each its own pattern).
+A stopped pattern: its queued URLs are set aside (state `excluded`, outcome
+`trap_pattern`) and no more of its URLs are admitted (rejection `trap_pattern`). An operator resumes a pattern in the admin: its URLs are queued
 again and it is never stopped again.
+
+Mirrors: a host counts as a pattern of its own (the pattern is the bare origin), where a
+page is "new" unless it is a copy (exact or near duplicate) of a page of ANOTHER host. Once
+a host has CRAWLER_MIRROR_MIN_PAGES pages stored and at least CRAWLER_MIRROR_MIN_SHARE of
+them were copies of other hosts' pages, the whole host is stopped the same way (outcome and
+rejection `mirror_host`): a mirror costs a few fetches, not a crawl. Copies within one host
+(`/` and `/index.html`) do not count: that host is not a mirror.
+
+A stop takes effect in the process that made it at once (its fetch threads skip the
+pattern's URLs from their next request), in the others within STOPPED_RECHECK_SECONDS.
 
 Cost: one UPSERT per writer batch for the batch's few patterns; nothing per link but a
 set lookup.
@@ -34,7 +46,9 @@ from .normalize import NormalUrl, origin_of
 
 _DIGITS = re.compile(r"\d+")
 STOPPED_RECHECK_SECONDS = 5.0
+SUSPECT_MIN_PAGES = 3  # the least a pattern needs on a host that has shown a trap
 TRAP_OUTCOME = "trap_pattern"
+MIRROR_OUTCOME = "mirror_host"
 _PATTERNS = UrlPattern._meta.db_table
 
 
@@ -48,6 +62,11 @@ def pattern_of(url: str) -> str:
     return origin + shape + ("?…" if question else "")
 
 
+def is_host_pattern(pattern: str) -> bool:
+    """A host's own row (its mirror count): the bare origin, where a path pattern has a path."""
+    return "/" not in pattern.partition("//")[2]
+
+
 def pattern_key(pattern: str) -> int:
     return int.from_bytes(hashlib.blake2b(pattern.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big",
                           signed=True)
@@ -56,50 +75,79 @@ def pattern_key(pattern: str) -> int:
 # --- admission: is the URL's pattern stopped? ------------------------------------------------
 
 _lock = threading.Lock()
-_stopped: tuple[float, frozenset] = (0.0, frozenset())
+# This process's look at the stopped patterns: (when, their keys, the origins with a trap).
+_stopped: tuple[float, frozenset, frozenset] = (0.0, frozenset(), frozenset())
 
 
-def stopped(url: NormalUrl) -> bool:
-    keys = _stopped_keys()
-    return bool(keys) and pattern_key(pattern_of(url.url)) in keys
+def stopped(url: NormalUrl) -> str | None:
+    """Why the URL is not admitted (its host a mirror, its pattern a trap), or None."""
+    return _reason(url.url, _stopped_keys())
 
 
-def url_stopped(url: str) -> bool:
+def url_stopped(url: str) -> str | None:
     """stopped() for a URL in the frontier's form, from this process's last look at the
     stopped patterns (no query: fetch threads call it, and they keep no database
     connection; admission, in the writer, refreshes the look)."""
-    keys = _stopped[1]
-    return bool(keys) and pattern_key(pattern_of(url)) in keys
+    return _reason(url, _stopped[1])
+
+
+def _reason(url: str, keys: frozenset) -> str | None:
+    if not keys:
+        return None
+    if pattern_key(origin_of(url)) in keys:
+        return MIRROR_OUTCOME
+    return TRAP_OUTCOME if pattern_key(pattern_of(url)) in keys else None
 
 
 def _stopped_keys() -> frozenset:
     global _stopped
-    checked_at, keys = _stopped
-    if time.monotonic() - checked_at < STOPPED_RECHECK_SECONDS:
-        return keys
+    if time.monotonic() - _stopped[0] < STOPPED_RECHECK_SECONDS:
+        return _stopped[1]
     with _lock:
-        keys = frozenset(UrlPattern.objects.filter(stopped_at__isnull=False).values_list("key", flat=True))
-        _stopped = (time.monotonic(), keys)
-    return keys
+        rows = list(UrlPattern.objects.filter(stopped_at__isnull=False).values_list("key", "pattern"))
+        _stopped = (time.monotonic(), frozenset(key for key, _ in rows),
+                    frozenset(origin_of(p) for _, p in rows if not is_host_pattern(p)))
+    return _stopped[1]
 
 
 def forget_stopped() -> None:
     global _stopped
-    _stopped = (0.0, frozenset())
+    _stopped = (0.0, frozenset(), frozenset())
+
+
+def _note(pattern: str, is_stopped: bool) -> None:
+    """This process's look updated at once (the next periodic look reads the table again)."""
+    global _stopped
+    key = pattern_key(pattern)
+    with _lock:
+        checked_at, keys, trapped = _stopped
+        if is_stopped:
+            keys, trapped = keys | {key}, trapped if is_host_pattern(pattern) else trapped | {origin_of(pattern)}
+        else:
+            keys = keys - {key}
+        _stopped = (checked_at, keys, trapped)
 
 
 # --- the yield of stored pages ----------------------------------------------------------------
 
-def count_yield(pages: list[tuple[str, bool]]) -> list[str]:
-    """Count stored pages, (url, new text?) each, for their patterns; stop the patterns
-    whose yield collapsed. Returns the patterns stopped now."""
-    if not pages or not settings.CRAWLER_TRAP_MIN_PAGES:
+def count_yield(pages: list[tuple[str, bool, bool]]) -> list[str]:
+    """Count stored pages, (url, new text?, a copy of another host's page?) each, for their
+    patterns and their hosts; stop the patterns whose yield collapsed and the hosts that
+    are mirrors. Returns the patterns stopped now."""
+    if not pages:
         return []
     counts: dict[str, list[int]] = {}
-    for url, new in pages:
-        count = counts.setdefault(pattern_of(url), [0, 0])
-        count[0] += 1
-        count[1] += int(new)
+    for url, new, copied in pages:
+        if settings.CRAWLER_TRAP_MIN_PAGES:
+            count = counts.setdefault(pattern_of(url), [0, 0])
+            count[0] += 1
+            count[1] += int(new)
+        if settings.CRAWLER_MIRROR_MIN_PAGES:
+            count = counts.setdefault(origin_of(url), [0, 0])
+            count[0] += 1
+            count[1] += int(not copied)
+    if not counts:
+        return []
     rows = sorted((pattern_key(p), p, n, new) for p, (n, new) in counts.items())  # key order: no deadlocks
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     with connection.cursor() as cursor:
@@ -109,24 +157,39 @@ def count_yield(pages: list[tuple[str, bool]]) -> list[str]:
                 ON CONFLICT (key) DO UPDATE SET pages = {_PATTERNS}.pages + excluded.pages,
                     new_pages = {_PATTERNS}.new_pages + excluded.new_pages""",
             [(key, pattern, n, new, False, now) for key, pattern, n, new in rows])
-    collapsed = list(UrlPattern.objects.filter(
-        key__in=[row[0] for row in rows], stopped_at__isnull=True, allowed=False,
-        pages__gte=settings.CRAWLER_TRAP_MIN_PAGES).values_list("key", "pattern", "pages", "new_pages"))
-    stopped_now = [pattern for key, pattern, n, new in collapsed if new <= settings.CRAWLER_TRAP_MAX_YIELD * n]
+    least = min(n for n in (_suspect_min_pages(), settings.CRAWLER_MIRROR_MIN_PAGES) if n)
+    candidates = UrlPattern.objects.filter(key__in=[row[0] for row in rows], stopped_at__isnull=True, allowed=False,
+                                           pages__gte=least).values_list("pattern", "pages", "new_pages")
+    _stopped_keys()  # a fresh look at which hosts have a trap
+    stopped_now = [pattern for pattern, n, new in candidates if _collapsed(pattern, n, new)]
     for pattern in stopped_now:
         stop(pattern)
     return stopped_now
 
 
+def _suspect_min_pages() -> int:
+    """The pages a pattern needs on a host that already has a stopped pattern."""
+    return min(settings.CRAWLER_TRAP_MIN_PAGES, max(SUSPECT_MIN_PAGES, settings.CRAWLER_TRAP_MIN_PAGES // 4))
+
+
+def _collapsed(pattern: str, pages: int, new: int) -> bool:
+    if is_host_pattern(pattern):
+        minimum = settings.CRAWLER_MIRROR_MIN_PAGES
+        return bool(minimum) and pages >= minimum and pages - new >= settings.CRAWLER_MIRROR_MIN_SHARE * pages
+    minimum = _suspect_min_pages() if origin_of(pattern) in _stopped[2] else settings.CRAWLER_TRAP_MIN_PAGES
+    return bool(minimum) and pages >= minimum and new <= settings.CRAWLER_TRAP_MAX_YIELD * pages
+
+
 def stop(pattern: str) -> int:
-    """Stop a pattern: its queued URLs set aside; returns how many."""
+    """Stop a pattern (or a host, by its bare origin): its queued URLs set aside; returns
+    how many."""
     with transaction.atomic():
         UrlPattern.objects.filter(key=pattern_key(pattern), stopped_at__isnull=True).update(stopped_at=timezone.now())
         ids = _queued_ids(pattern, UrlState.QUEUED)
         if ids:
             Url.objects.filter(id__in=ids, state=UrlState.QUEUED).update(state=UrlState.EXCLUDED,
-                                                                         outcome=TRAP_OUTCOME)
-    forget_stopped()
+                                                                         outcome=_outcome(pattern))
+    _note(pattern, True)
     return len(ids)
 
 
@@ -136,16 +199,21 @@ def resume(pattern: str) -> int:
     with transaction.atomic():
         UrlPattern.objects.filter(key=pattern_key(pattern)).update(stopped_at=None, allowed=True)
         ids = _queued_ids(pattern, UrlState.EXCLUDED)
-        if ids:
-            Url.objects.filter(id__in=ids, state=UrlState.EXCLUDED, outcome=TRAP_OUTCOME).update(
-                state=UrlState.QUEUED, outcome="", next_fetch_at=timezone.now())
-    forget_stopped()
-    return len(ids)
+        queued = Url.objects.filter(id__in=ids, state=UrlState.EXCLUDED, outcome=_outcome(pattern)).update(
+            state=UrlState.QUEUED, outcome="", next_fetch_at=timezone.now()) if ids else 0
+    _note(pattern, False)
+    return queued
+
+
+def _outcome(pattern: str) -> str:
+    return MIRROR_OUTCOME if is_host_pattern(pattern) else TRAP_OUTCOME
 
 
 def _queued_ids(pattern: str, state: str) -> list[int]:
     host = Host.objects.filter(origin=origin_of(pattern)).values_list("id", flat=True).first()
     if host is None:
         return []
+    if is_host_pattern(pattern):
+        return list(Url.objects.filter(host_id=host, state=state).values_list("id", flat=True))
     rows = Url.objects.filter(host_id=host, state=state).values_list("id", "url").iterator(chunk_size=5000)
     return [url_id for url_id, url in rows if pattern_of(url) == pattern]

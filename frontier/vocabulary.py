@@ -39,6 +39,7 @@ class Rejection(StrEnum):
     REDIRECT_LIMIT = "redirect_limit"
     TRAP_REPEATED_SEGMENTS = "trap_repeated_segments"
     TRAP_PATTERN = "trap_pattern"  # its pattern's pages stopped bringing new text (frontier/traps.py)
+    MIRROR_HOST = "mirror_host"  # its host's pages are copies of other hosts' (frontier/traps.py)
     OUT_OF_SCOPE = "out_of_scope"
     HOST_QUOTA = "host_quota"
     DOMAIN_QUOTA = "domain_quota"  # its registered domain reached CRAWLER_MAX_URLS_PER_DOMAIN

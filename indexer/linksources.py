@@ -18,6 +18,7 @@ The caller records the outcome; nothing here raises on bad input.
 import io
 import zlib
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from lxml import etree
 
@@ -38,6 +39,7 @@ class LinkSource:
     kind: str = ""  # SITEMAP, SITEMAP_INDEX, FEED, TEXT_SITEMAP; "" when it is none of them
     links: list[str] = field(default_factory=list)  # as written (absolute in a sitemap; a feed's may be relative)
     priorities: list[float | None] = field(default_factory=list)  # a sitemap's <priority> per link (None: absent)
+    lastmods: list[float | None] = field(default_factory=list)  # a sitemap's <lastmod> per link, Unix seconds
     truncated: bool = False  # cut at max_bytes or max_urls
     malformed: bool = False  # the XML broke off: the links before the fault are kept
 
@@ -92,6 +94,7 @@ def _read_text(body: bytes, max_urls: int) -> LinkSource:
                 break
             source.links.append(line)
             source.priorities.append(None)
+            source.lastmods.append(None)
     if not source.links:
         source.kind = ""
     return source
@@ -112,13 +115,14 @@ def _read_xml(body: bytes, max_urls: int) -> LinkSource:
                         break
                 continue
             depth -= 1
-            link, priority = _link_of(source.kind, el)
+            link, priority, lastmod = _link_of(source.kind, el)
             if link:
                 if len(source.links) >= max_urls:
                     source.truncated = True
                     break
                 source.links.append(link)
                 source.priorities.append(priority)
+                source.lastmods.append(lastmod)
             if _local(el.tag) in _ENTRIES:  # done with it: keep the tree small
                 el.clear(keep_tail=False)
                 while el.getprevious() is not None:
@@ -138,28 +142,43 @@ def _root_kind(name: str) -> str:
     return ""
 
 
-def _link_of(kind: str, el) -> tuple[str, float | None]:
-    """The link an element closes (and a sitemap entry's <priority>), if it is one of the
-    kind's link elements: a sitemap's <url> or <sitemap> entry, a feed item's <link>."""
+def _link_of(kind: str, el) -> tuple[str, float | None, float | None]:
+    """The link an element closes (and a sitemap entry's <priority> and <lastmod>), if it is
+    one of the kind's link elements: a sitemap's <url> or <sitemap> entry, a feed item's <link>."""
     name = _local(el.tag)
     if kind in (SITEMAP, SITEMAP_INDEX):
         if _SITEMAP_LOC_PARENTS.get(name) != kind:
-            return "", None
-        loc = priority = None
+            return "", None, None
+        loc = priority = lastmod = None
         for child in el:
             child_name = _local(child.tag)
             if child_name == "loc" and loc is None:
                 loc = child.text
             elif child_name == "priority" and priority is None:
                 priority = _number(child.text)
-        return _clean(loc), priority
+            elif child_name == "lastmod" and lastmod is None:
+                lastmod = w3c_datetime(child.text)
+        return _clean(loc), priority, lastmod
     parent = el.getparent()
     if kind == FEED and name == "link" and parent is not None and _local(parent.tag) in ("item", "entry"):
         href = el.get("href")
         if href is not None:  # Atom: the entry's alternate (rel absent or "alternate") link
-            return (_clean(href) if (el.get("rel") or "alternate") == "alternate" else ""), None
-        return _clean(el.text), None  # RSS
-    return "", None
+            return (_clean(href) if (el.get("rel") or "alternate") == "alternate" else ""), None, None
+        return _clean(el.text), None, None  # RSS
+    return "", None, None
+
+
+def w3c_datetime(text) -> float | None:
+    """A sitemap's <lastmod> (W3C Datetime: a date, or a date and time with a zone) as Unix
+    seconds; a value without a zone is taken as UTC; None if it is none of those."""
+    text = (text or "").strip()
+    if not 10 <= len(text) <= 40:
+        return None
+    try:
+        value = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
+    except ValueError:
+        return None
+    return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).timestamp()
 
 
 def _number(text) -> float | None:

@@ -66,6 +66,12 @@ class PreparedPage:
         return self.source.priorities
 
     @property
+    def sitemap_lastmods(self) -> list[float | None]:
+        """A sitemap's <lastmod> per link, Unix seconds (None: not given); [] for anything
+        but a sitemap of pages."""
+        return self.source.lastmods if self.sitemap_priorities is not None else []
+
+    @property
     def feeds(self) -> list[str]:
         """The RSS/Atom feeds the page announces, as written (CRAWLER_FEEDS)."""
         return self.parsed.feeds if self.parsed is not None and settings.CRAWLER_FEEDS else []
@@ -174,6 +180,15 @@ def remove_pages(url_ids: list[int]) -> int:
             neardup.forget(indexed)
             Document.objects.filter(id__in=indexed).update(indexed=False)
     return len(indexed)
+
+
+def originals_of(url_ids: list[int]) -> dict[int, str]:
+    """url id -> the address of the page its stored copy duplicates (one query; none when
+    the list is empty)."""
+    if not url_ids:
+        return {}
+    return dict(Document.objects.filter(url_id__in=url_ids, duplicate_of__isnull=False)
+                .values_list("url_id", "duplicate_of__address"))
 
 
 @stagetime.timed("documents")

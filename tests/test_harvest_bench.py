@@ -43,8 +43,10 @@ def test_ours_reads_sitemaps_and_stops_traps_where_breadth_first_does_not():
     results = json.loads(proc.stdout)
     ours, breadth = results["ours"], results["breadth-first"]
     assert (ours["sitemap_only_fetched"], breadth["sitemap_only_fetched"]) == (1.0, 0.0)
-    # The trap's patterns stop after CRAWLER_TRAP_MIN_PAGES pages each (a few in flight).
-    assert ours["trap_requests_past_depth"] <= 100 < breadth["trap_requests_past_depth"]
+    # The trap's first pattern stops after CRAWLER_TRAP_MIN_PAGES pages, the others sooner.
+    assert ours["trap_requests_past_depth"] <= 40 < breadth["trap_requests_past_depth"]
+    # The mirror stops after CRAWLER_MIRROR_MIN_PAGES copies (and robots.txt, a few in flight).
+    assert ours["mirror_requests"] <= 10 < breadth["mirror_requests"]
     assert ours["mirror_texts_indexed_twice"] == 0 < breadth["mirror_texts_indexed_twice"]
     assert ours["real_pages_fetched"] == 1.0
     assert 0 <= breadth["harvest"] <= 1 and 0 <= ours["harvest"] <= 1

@@ -133,3 +133,26 @@ def test_a_page_announces_its_feeds_unless_nofollow():
 ])
 def test_x_robots_tag_directives_for_every_crawler_and_ours(header, expected):
     assert header_directives(header, "ourbot") == expected
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("2026-01-01", "2026-01-01T00:00:00+00:00"),  # a date: midnight UTC
+    ("2026-01-01T10:30:00Z", "2026-01-01T10:30:00+00:00"),
+    ("2026-01-01T10:30+02:00", "2026-01-01T08:30:00+00:00"),
+    (" 2026-01-01T10:30:00.5-05:00 ", "2026-01-01T15:30:00.500000+00:00"),
+    ("yesterday", None), ("2026", None), ("2026-13-01", None), ("", None), (None, None),
+])
+def test_a_lastmod_is_a_w3c_datetime_in_utc(text, expected):
+    from datetime import datetime, timezone
+    value = linksources.w3c_datetime(text)
+    assert (datetime.fromtimestamp(value, timezone.utc).isoformat() if value is not None else None) == expected
+
+
+def test_each_sitemap_link_keeps_its_lastmod_or_none():
+    body = (f"<urlset {NS}><url><loc>http://a.test/1</loc><lastmod>2026-01-01</lastmod></url>"
+            "<url><loc>http://a.test/2</loc></url><url><loc>http://a.test/3</loc><lastmod>soon</lastmod></url>"
+            "</urlset>").encode()
+    source = read_sitemap(body)
+    assert source.links == ["http://a.test/1", "http://a.test/2", "http://a.test/3"]
+    assert source.lastmods == [1767225600.0, None, None]
+    assert read_sitemap(b"http://a.test/1\n").lastmods == [None]

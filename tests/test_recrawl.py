@@ -260,6 +260,47 @@ def test_release_spends_the_budget_most_overdue_first(site, settings):
     assert Url.objects.filter(state="fetched", next_fetch_at__lte=now).count() == 49 - 32
 
 
+def test_a_sitemap_lastmod_after_our_visit_brings_the_next_visit_forward(site, settings):
+    settings.CRAWLER_RECRAWL_MIN_INTERVAL = 1.0
+    lastmods = {}
+
+    def sitemap():
+        return ("<urlset xmlns='http://www.sitemaps.org/schemas/sitemap/0.9'>" + "".join(
+            f"<url><loc>{site.origin}{path}</loc>{lastmods.get(path, '')}</url>" for path in ("/a", "/b", "/c", "/d"))
+            + "</urlset>").encode()
+
+    site.pages["/robots.txt"] = (f"User-agent: *\nAllow: /\nSitemap: {site.origin}/sitemap.xml\n".encode(),
+                                 [("Content-Type", "text/plain")])
+    site.pages["/sitemap.xml"] = (sitemap, [("Content-Type", "application/xml")])
+    for path in ("/", "/a", "/b", "/c", "/d"):
+        site.html(path, PROSE + path)
+    frontier.add_seeds([site.origin + "/"])
+    crawl()
+    assert {path: len(site.asked(path)) for path in ("/a", "/b", "/c", "/d")} == {"/a": 1, "/b": 1, "/c": 1, "/d": 1}
+    first_plan = dict(Url.objects.values_list("url", "next_fetch_at"))
+    # The sitemap now says /a changed a moment ago, /b in the future (a lie), /c before our
+    # visit, /d nothing: only /a is brought forward.
+    now = timezone.now()
+    lastmods.update({"/a": f"<lastmod>{now.isoformat()}</lastmod>",
+                     "/b": f"<lastmod>{(now + timedelta(days=2)).date().isoformat()}</lastmod>",
+                     "/c": "<lastmod>2020-01-01T00:00:00Z</lastmod>"})
+    time.sleep(1.1)  # CRAWLER_RECRAWL_MIN_INTERVAL after the first visits
+    revisit(site.origin + "/sitemap.xml")
+    moved = {url for url, due in Url.objects.values_list("url", "next_fetch_at") if due < first_plan[url]}
+    assert moved == {site.origin + "/a", site.origin + "/sitemap.xml"}
+    # beat releases it like any due revisit; the visit is the observation the estimator learns from.
+    assert frontier.release_due() == 1
+    crawl()
+    assert {path: len(site.asked(path)) for path in ("/a", "/b", "/c", "/d")} == {"/a": 2, "/b": 1, "/c": 1, "/d": 1}
+    assert Url.objects.get(url=site.origin + "/a").last_observation == "unchanged"
+    # Read again, the same lastmod is older than our visit now: nothing moves twice.
+    Url.objects.exclude(url=site.origin + "/sitemap.xml").update(next_fetch_at=timezone.now() + timedelta(days=1))
+    planned = dict(Url.objects.values_list("url", "next_fetch_at"))
+    revisit(site.origin + "/sitemap.xml")
+    assert len(site.asked("/sitemap.xml")) == 3
+    assert {url for url, due in Url.objects.values_list("url", "next_fetch_at") if due < planned[url]} == set()
+
+
 def test_beat_tasks_release_due_urls_in_batches_and_plan(site, settings):
     from frontier import tasks
 

@@ -6,6 +6,7 @@ logs: requests stop, nothing is lost, resuming finishes the crawl with no URL fe
 import json
 import threading
 import time
+import uuid
 from collections import Counter
 from datetime import timedelta
 
@@ -30,6 +31,9 @@ class Site:
 
     def __init__(self):
         self.log: list[tuple[float, str]] = []
+        # Its own words: two sites of the same numbered pages would be one text twice (digits
+        # do not count: indexer/fingerprint.py), and the second a mirror (frontier/traps.py).
+        self.word = uuid.uuid4().hex
         site = self
 
         class Handler(QuietHandler):
@@ -39,7 +43,7 @@ class Site:
                     return self.send(404)
                 n = int(self.path.strip("/") or 0)
                 link = f'<a href="/{n + 1}">next</a>' if n + 1 < PAGES else ""
-                self.send(200, f"<html><title>page {n}</title><body>{link}</body></html>".encode(),
+                self.send(200, f"<html><title>page {n} of {site.word}</title><body>{link}</body></html>".encode(),
                           [("Content-Type", "text/html")])
 
         self.server, self.origin = start(Handler)

@@ -25,8 +25,8 @@ def test_a_pattern_abstracts_numbers_and_folds_deep_paths(path, pattern):
     assert traps.pattern_of(ORIGIN + path) == ORIGIN + pattern
 
 
-def pages(prefix, n, new):
-    return [(f"{ORIGIN}{prefix}{i}", new(i)) for i in range(n)]
+def pages(prefix, n, new, origin=ORIGIN, copied=lambda i: False):
+    return [(f"{origin}{prefix}{i}", new(i), copied(i)) for i in range(n)]
 
 
 def test_a_pattern_whose_pages_bring_nothing_new_is_stopped_and_its_urls_set_aside(settings):
@@ -47,7 +47,8 @@ def test_a_pattern_whose_pages_bring_nothing_new_is_stopped_and_its_urls_set_asi
     # No more of its URLs enter; other patterns do.
     result = service.add_urls([service.Candidate(f"{ORIGIN}/day/99", 2), service.Candidate(f"{ORIGIN}/article/99", 2)])
     assert (result.admitted, result.rejected) == (1, {"trap_pattern": 1})
-    assert service.pattern_stopped(f"{ORIGIN}/day/123") and not service.pattern_stopped(f"{ORIGIN}/article/1")
+    assert service.pattern_stopped(f"{ORIGIN}/day/123") == "trap_pattern"
+    assert service.pattern_stopped(f"{ORIGIN}/article/1") is None
 
 
 def test_an_operator_resumes_a_pattern_for_good(settings):
@@ -62,6 +63,42 @@ def test_an_operator_resumes_a_pattern_for_good(settings):
     assert service.add_urls([service.Candidate(f"{ORIGIN}/tag/77", 1)]).admitted == 1
 
 
+MIRROR = "http://mirror.test"
+
+
+def test_a_host_whose_pages_are_copies_of_another_hosts_is_stopped_as_a_mirror(settings):
+    settings.CRAWLER_MIRROR_MIN_PAGES, settings.CRAWLER_MIRROR_MIN_SHARE = 5, 0.8
+    service.add_urls([service.Candidate(f"{MIRROR}/p{i}", 1) for i in range(30)]
+                     + [service.Candidate(f"{ORIGIN}/p{i}", 1) for i in range(30)])
+    # Four copies of another host's pages and one page of its own: not yet 5 pages ...
+    assert traps.count_yield(pages("/p", 4, lambda i: False, MIRROR, copied=lambda i: True)) == []
+    # ... the fifth page (its own text) makes 4 of 5 copies: a mirror.
+    assert traps.count_yield(pages("/q", 1, lambda i: True, MIRROR)) == [MIRROR]
+    row = UrlPattern.objects.get(pattern=MIRROR)
+    assert (row.pages, row.new_pages, row.stopped_at is not None) == (5, 1, True)
+    assert Url.objects.filter(url__startswith=MIRROR, state="excluded", outcome="mirror_host").count() == 30
+    assert not Url.objects.filter(url__startswith=ORIGIN, state="excluded").exists()
+    # This process knows at once: the session skips its URLs, admission refuses them.
+    assert service.pattern_stopped(f"{MIRROR}/anything/9") == "mirror_host"
+    assert service.pattern_stopped(f"{ORIGIN}/p1") is None
+    result = service.add_urls([service.Candidate(f"{MIRROR}/new", 1), service.Candidate(f"{ORIGIN}/new", 1)])
+    assert (result.admitted, result.rejected) == (1, {"mirror_host": 1})
+    # An operator says it is not a mirror: its URLs come back.
+    assert traps.resume(MIRROR) == 30
+    assert Url.objects.filter(url__startswith=MIRROR, state="queued").count() == 30
+    assert service.pattern_stopped(f"{MIRROR}/p1") is None
+
+
+def test_copies_within_one_host_do_not_make_it_a_mirror(settings):
+    settings.CRAWLER_MIRROR_MIN_PAGES, settings.CRAWLER_TRAP_MIN_PAGES = 5, 0
+    # Every page a copy, but of a page of the same host (`/` and `/index.html`).
+    assert traps.count_yield(pages("/p", 20, lambda i: False, MIRROR, copied=lambda i: False)) == []
+    assert UrlPattern.objects.get(pattern=MIRROR).stopped_at is None
+    settings.CRAWLER_MIRROR_MIN_PAGES = 0  # off: not even counted
+    traps.count_yield(pages("/p", 20, lambda i: False, ORIGIN, copied=lambda i: True))
+    assert not UrlPattern.objects.filter(pattern=ORIGIN).exists()
+
+
 def test_a_url_of_a_stopped_pattern_met_in_a_session_is_set_aside_without_a_request():
     service.add_urls([service.Candidate(f"{ORIGIN}/x/1", 1)])
     url = Url.objects.get()
@@ -71,7 +108,7 @@ def test_a_url_of_a_stopped_pattern_met_in_a_session_is_set_aside_without_a_requ
 
 
 def test_off_counts_nothing(settings):
-    settings.CRAWLER_TRAP_MIN_PAGES = 0
+    settings.CRAWLER_TRAP_MIN_PAGES = settings.CRAWLER_MIRROR_MIN_PAGES = 0
     assert traps.count_yield(pages("/day/", 50, lambda i: False)) == []
     assert not UrlPattern.objects.exists()
 
@@ -88,3 +125,19 @@ def test_a_registered_domain_has_a_quota_across_its_hosts(settings):
                                service.Candidate("http://s99.trap.example.co.uk/b", 1)])
     assert (result.admitted, result.rejected) == (1, {"domain_quota": 1})
     assert Url.objects.filter(url__contains="trap.example.co.uk").count() == 25
+
+
+def test_the_admin_tells_a_mirror_host_from_a_trap_pattern_and_resumes_it(admin_client, settings):
+    settings.CRAWLER_MIRROR_MIN_PAGES, settings.CRAWLER_TRAP_MIN_PAGES = 5, 5
+    service.add_urls([service.Candidate(f"{MIRROR}/{i}/p", 1) for i in range(8)])
+    # The mirror's pages are copies of another host's (each its own path pattern: /#/p, one
+    # new text in five); the trap's, copies of its own pages.
+    traps.count_yield(pages("/", 5, lambda i: i == 0, MIRROR, copied=lambda i: i > 0)
+                      + pages("/day/", 5, lambda i: False))
+    page = admin_client.get("/admin/frontier/urlpattern/?stopped_at__isnull=False").content.decode()
+    assert "host (mirror test)" in page and "path pattern (trap test)" in page and MIRROR in page
+    host_row = UrlPattern.objects.get(pattern=MIRROR)
+    response = admin_client.post("/admin/frontier/urlpattern/", {"action": "resume_patterns",
+                                                                 "_selected_action": [host_row.id]}, follow=True)
+    assert "1 patterns resumed, 8 URLs queued again" in response.content.decode()
+    assert Url.objects.filter(url__startswith=MIRROR, state="queued").count() == 8
