@@ -10,12 +10,21 @@ does the full work of choosing hosts and their best URLs. Also measured: link ad
 Figures per size: wall ms per dispatched URL, dispatcher CPU ms per URL, PostgreSQL CPU
 ms per URL, and admission ms per URL; then the 1M/10k ratio of each.
 
+Recrawl planning (--plan-sizes, default 1M; 10M takes a few minutes to load and ~4 GB):
+the table filled with FETCHED pages carrying change statistics (rates spread over 16
+octaves, five scores, pages at every exploring visit, a tenth of them due), then beat's
+two jobs as beat runs them: plan_recrawl (the budget's price from every page, and the
+visits it wants sooner moved) and release_due (one batch of due URLs). Figures: wall
+seconds, PostgreSQL CPU seconds, and this process's peak RSS (the beat worker's work).
+
     DATABASE_URL=postgres://…/crawlerweb_bench python -m bench.frontier_scale
+    DATABASE_URL=postgres://…/crawlerweb_bench python -m bench.frontier_scale --sizes= --plan-sizes 1000000,10000000
 """
 
 import argparse
 import json
 import os
+import resource
 import sys
 import time
 
@@ -33,14 +42,19 @@ from frontier import service  # noqa: E402
 HOSTS = 1000
 
 
+def _empty_with_hosts(cur, hosts: int, domain: str) -> None:
+    """An empty frontier of `hosts` hosts, http://h<i>.<domain>."""
+    cur.execute("TRUNCATE frontier_url, frontier_host, frontier_deadletter RESTART IDENTITY CASCADE")
+    cur.execute(
+        """INSERT INTO frontier_host (origin, next_fetch_at, lease_owner, robots_body, robots_error,
+                                      robots_sitemaps, wait_reason, url_count, failures, created_at)
+           SELECT 'http://h' || i || '.' || %s, now(), '', '', '', '', '', 0, 0, now()
+           FROM generate_series(1, %s) AS i""", [domain, hosts])
+
+
 def preload(urls: int, hosts: int = HOSTS) -> None:
     with connection.cursor() as cur:
-        cur.execute("TRUNCATE frontier_url, frontier_host, frontier_deadletter RESTART IDENTITY CASCADE")
-        cur.execute(
-            """INSERT INTO frontier_host (origin, next_fetch_at, lease_owner, robots_body, robots_error,
-                                          robots_sitemaps, wait_reason, url_count, failures, created_at)
-               SELECT 'http://h' || i || '.frontier.test', now(), '', '', '', '', '', 0, 0, now()
-               FROM generate_series(1, %s) AS i""", [hosts])
+        _empty_with_hosts(cur, hosts, "frontier.test")
         cur.execute(
             """INSERT INTO frontier_url (url_hash, url, host_id, depth, redirect_hops, priority, state, outcome,
                                          attempts, next_fetch_at, content_hash, created_at, scopes, backoff_level,
@@ -90,16 +104,74 @@ def measure_admission(batches: int, per_batch: int = 250) -> dict:
     return {"admission_ms_per_url": round(1000 * (time.monotonic() - started) / total, 4)}
 
 
+def preload_fetched(urls: int, hosts: int = 10_000) -> None:
+    """`urls` fetched pages with change statistics, as months of recrawling leave them."""
+    with connection.cursor() as cur:
+        _empty_with_hosts(cur, hosts, "plan.test")
+        cur.execute(
+            """INSERT INTO frontier_url (url_hash, url, host_id, depth, redirect_hops, priority, state, outcome,
+                                         attempts, next_fetch_at, content_hash, created_at, scopes, backoff_level,
+                                         change_stats, etag, last_modified, last_observation, observations, text_hash,
+                                         change_rate, observed_at, recrawl_interval)
+               SELECT md5('u' || i), 'http://h' || (i %% %s + 1) || '.plan.test/p/' || i, i %% %s + 1,
+                      i %% 5, 0, -10 * (i %% 5), 'fetched', '', 0,
+                      now() + ((i %% 10) - 1) * interval '1 day', '', now(), '', 0, '', '', '', 'unchanged',
+                      i %% 7, '', CASE WHEN i %% 13 = 0 THEN NULL ELSE power(2, random() * 16 - 8) END,
+                      now() - random() * interval '2 days', 86400 * (1 + i %% 30)
+               FROM generate_series(1, %s) AS i""", [hosts, hosts, urls])
+    with connection.cursor() as cur:
+        cur.execute("VACUUM ANALYZE frontier_url")
+
+
+def measure_planning(row_by_row: bool = False) -> dict:
+    """beat's plan and one release. `row_by_row`: the plan as it was before
+    frontier/planning.py (every page read into Python), for comparison."""
+    from django.conf import settings
+
+    from frontier import planning, recrawl
+
+    postgres = ServiceMeter("postgres")
+    recrawl.forget_plan()
+    set_based = planning.set_based
+    if row_by_row:
+        planning.set_based = lambda: False
+    try:
+        postgres.begin()
+        wall = time.monotonic()
+        plan = recrawl.plan_recrawl()
+        plan_wall, plan_pg = time.monotonic() - wall, postgres.elapsed_cpu()
+    finally:
+        planning.set_based = set_based
+    # One full release batch (CRAWLER_RECRAWL_RELEASE_BATCH): a budget that allows it.
+    budget = settings.CRAWLER_RECRAWL_BUDGET_PER_DAY
+    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 86400.0 * settings.CRAWLER_RECRAWL_RELEASE_BATCH
+    try:
+        postgres.begin()
+        wall = time.monotonic()
+        released = recrawl.release_due()
+        release_wall, release_pg = time.monotonic() - wall, postgres.elapsed_cpu()
+    finally:
+        settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = budget
+    return {
+        "plan_pages": plan.pages, "plan_wall_s": round(plan_wall, 2), "plan_postgresql_cpu_s": round(plan_pg, 2),
+        "released": released, "release_wall_ms": round(1000 * release_wall, 1),
+        "release_postgresql_cpu_ms": round(1000 * release_pg, 1),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,1000000")
+    parser.add_argument("--plan-sizes", default="1000000", help="fetched pages for the recrawl plan ('' = skip)")
+    parser.add_argument("--row-by-row", action="store_true", help="plan as before frontier/planning.py (compare)")
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--out", default="var/bench/frontier-scale.json")
     args = parser.parse_args(argv)
     if connection.vendor != "postgresql":
         parser.error("DATABASE_URL must be postgres://… (the frontier-scale benchmark is for the distributed mode)")
     results = {}
-    for size in [int(s) for s in args.sizes.split(",")]:
+    for size in [int(s) for s in args.sizes.split(",") if s]:
         started = time.monotonic()
         preload(size)
         figures = {"preload_seconds": round(time.monotonic() - started, 1)}
@@ -116,6 +188,12 @@ def main(argv=None) -> int:
                         "admission_ms_per_url")
         }
         print(json.dumps(results["ratio_largest_to_smallest"]))
+    for size in [int(s) for s in args.plan_sizes.split(",") if s]:
+        started = time.monotonic()
+        preload_fetched(size)
+        figures = {"preload_seconds": round(time.monotonic() - started, 1)} | measure_planning(args.row_by_row)
+        results[f"plan_{size}"] = figures
+        print(json.dumps({"fetched_urls": size, "row_by_row": args.row_by_row, **figures}), flush=True)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as handle:
         json.dump(results, handle, indent=2)

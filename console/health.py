@@ -29,6 +29,7 @@ WAIT_REASONS = {
     "breaker": "circuit breaker (network failures in a row)",
     "dns": "DNS resolver failed",
     "robots_unavailable": "robots.txt unavailable",
+    "store_failed": "its results could not be stored (back-off)",
 }
 # Processes listed: those heard from within this many seconds (older rows are history).
 LISTED_SECONDS = 3600

@@ -11,6 +11,13 @@ Callers are the engine's lease keeper (fetch/engine.py) and the dispatcher's loo
 (fetch/runners.py), on their hot paths. So `beat` is throttled (one write per process every
 CRAWLER_HEARTBEAT_SECONDS, whatever the caller's rhythm) and never raises: a heartbeat that
 cannot be written is skipped and logged, the crawl goes on.
+
+An engine's heartbeat also carries a `holder` id, random per run, which the engine writes
+into every host lease it begins (Host.lease_holder). When that heartbeat goes stale
+(CRAWLER_LEASE_STALE_SECONDS), the other processes release those leases at once
+(fetch/recovery.py) rather than after the lease's expiry. `written_ago` tells the engine
+how old its own last written heartbeat is, so that its sessions stop sending before the
+others could take it for dead (fetch/session.py: a frozen process that wakes up).
 """
 
 import logging
@@ -18,6 +25,7 @@ import os
 import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -45,6 +53,8 @@ class _Beating:
     last_request_at: object = None
     leases: int = 0
     last_lease_at: object = None
+    holder: str = ""
+    written_at: float | None = None  # time.monotonic() of the last write that succeeded (taken before it)
 
 
 _lock = threading.Lock()
@@ -54,6 +64,42 @@ _beating: dict[tuple, _Beating] = {}
 def engine_kind(engine_name: str) -> str:
     """The embedded runner names its engine "embedded"; Celery workers "worker-<pid>"."""
     return ProcessKind.EMBEDDED if engine_name.startswith("embedded") else ProcessKind.WORKER
+
+
+def holder(kind: str, name: str) -> str:
+    """This run's holder id for the heartbeat (kind, name) of this process."""
+    with _lock:
+        state = _beating.setdefault((kind, name, os.getpid()), _Beating(started_at=timezone.now()))
+        if not state.holder:
+            state.holder = uuid.uuid4().hex[:16]
+        return state.holder
+
+
+def written_ago(kind: str, name: str) -> float:
+    """Seconds since this process's last written heartbeat (kind, name) was taken (infinite:
+    never written)."""
+    state = _beating.get((kind, name, os.getpid()))
+    if state is None or state.written_at is None:
+        return float("inf")
+    return time.monotonic() - state.written_at
+
+
+def stale_holders(now=None) -> list[str]:
+    """Holder ids of processes whose heartbeat is older than CRAWLER_LEASE_STALE_SECONDS
+    (dead, frozen or cut off from the database), among those recent enough to hold a lease
+    still. One indexed range of the heartbeat table."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=settings.CRAWLER_LEASE_STALE_SECONDS)
+    oldest = stale - timedelta(seconds=settings.CRAWLER_LEASE_SECONDS)
+    return list(ProcessHeartbeat.objects.filter(seen_at__lt=stale, seen_at__gte=oldest).exclude(holder="")
+                .values_list("holder", flat=True))
+
+
+def forget_holders(holders: list[str], now=None) -> None:
+    """Their leases were released: not stale holders any more (unless one wakes up and
+    beats again, which writes its holder back)."""
+    stale = (now or timezone.now()) - timedelta(seconds=settings.CRAWLER_LEASE_STALE_SECONDS)
+    ProcessHeartbeat.objects.filter(holder__in=holders, seen_at__lt=stale).update(holder="")
 
 
 def beat(kind: str, name: str, *, sessions: int = 0, requests: int = 0, leased: int = 0,
@@ -81,7 +127,8 @@ def beat(kind: str, name: str, *, sessions: int = 0, requests: int = 0, leased: 
             state.next_cleanup = now_mono + CLEANUP_EVERY_SECONDS
         fields = dict(seen_at=now, stopped_at=now if stopped else None, sessions=sessions,
                       requests=max(requests, 0), last_request_at=state.last_request_at,
-                      leases=state.leases, last_lease_at=state.last_lease_at)
+                      leases=state.leases, last_lease_at=state.last_lease_at,
+                      holder="" if stopped else state.holder)  # a clean stop gave its leases back
         if stopped:
             _beating.pop(key, None)
     try:
@@ -92,6 +139,7 @@ def beat(kind: str, name: str, *, sessions: int = 0, requests: int = 0, leased: 
         return False
     with _lock:
         state.row_id = row_id
+        state.written_at = now_mono
     if cleanup:
         _delete_old_rows()
     return True

@@ -61,9 +61,26 @@ class ProcessHeartbeat(models.Model):
                                            "(to the heartbeat's precision)")
     leases = models.BigIntegerField(default=0, help_text="host sessions handed out so far (dispatchers)")
     last_lease_at = models.DateTimeField(null=True, blank=True, help_text="when it last handed one out")
+    holder = models.CharField(max_length=32, blank=True, default="", db_default="",
+                              help_text="this run's id in the host leases it holds (Host.lease_holder)")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["kind", "hostname", "pid", "name"], name="heartbeat_process")]
 
     def __str__(self):
         return f"{self.kind} {self.name} ({self.hostname}, pid {self.pid})"
+
+
+class BeatLeader(models.Model):
+    """Which `celery beat` process sends the periodic tasks (console/beatleader.py): one
+    row, held with an expiring lease, so a second beat started by mistake waits."""
+
+    holder = models.CharField(max_length=64, blank=True, default="", help_text="host, pid and a random id")
+    until = models.DateTimeField(null=True, blank=True, help_text="the lease ends then unless renewed")
+    since = models.DateTimeField(null=True, blank=True, help_text="when this holder took the lead")
+
+    class Meta:
+        verbose_name = "beat leader"
+
+    def __str__(self):
+        return self.holder or "nobody"

@@ -6,6 +6,8 @@ Every crawler limit is a named `CRAWLER_*` setting with a safe default; README.m
 """
 
 import os
+import secrets
+import time
 from pathlib import Path
 
 import dj_database_url
@@ -94,9 +96,62 @@ def envnetworks(name: str) -> list:
 
 # --- Django ---------------------------------------------------------------------------
 
-SECRET_KEY = envstr("SECRET_KEY", "dev-only-insecure-key-set-SECRET_KEY-in-production")
 DEBUG = envbool("DEBUG", False)
+# Known keys (earlier defaults, the deployment example's placeholder) and weak ones, by
+# Django's own test (security.W009): refused with DEBUG off, the process stops.
+INSECURE_SECRET_KEYS = frozenset({"dev-only-insecure-key-set-SECRET_KEY-in-production", "CHANGE-ME-long-random"})
+
+
+def weak_secret_key(value: str) -> bool:
+    return (value in INSECURE_SECRET_KEYS or "CHANGE-ME" in value or value.startswith("django-insecure-")
+            or len(value) < 50 or len(set(value)) < 5)
+
+
+def secret_key(value: str, key_file: Path, debug: bool) -> str:
+    """SECRET_KEY from the environment, refused when weak (unless DEBUG); without one, this
+    installation's own random key, made once in `key_file` (mode 0600): a laptop needs no
+    setup and never shares a key with another. Several web servers behind one name set the
+    same SECRET_KEY instead (docs/deploy/env.example)."""
+    if value:
+        if weak_secret_key(value) and not debug:
+            raise SettingError("SECRET_KEY is a known or weak key (under 50 characters, or a placeholder): set a "
+                               "long random one, e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))'")
+        return value
+    try:
+        key_file.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        stored = ""
+        for _ in range(100):  # another process made it this instant: wait for its write
+            stored = key_file.read_text(encoding="ascii").strip()
+            if stored:
+                break
+            time.sleep(0.01)
+        if weak_secret_key(stored) and not debug:
+            raise SettingError(f"{key_file} holds a weak key: delete it (a new one is made) or set SECRET_KEY") from None
+        return stored
+    except OSError as exc:
+        raise SettingError(f"no SECRET_KEY set and {key_file} cannot be written ({exc.strerror}): set SECRET_KEY "
+                           "or CRAWLER_SECRET_KEY_FILE") from None
+    generated = secrets.token_urlsafe(50)
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(generated + "\n")
+    return generated
+
+
+SECRET_KEY = secret_key(os.environ.get("SECRET_KEY", ""),
+                        Path(envstr("CRAWLER_SECRET_KEY_FILE", str(BASE_DIR / "var" / "secret_key"))), DEBUG)
 ALLOWED_HOSTS = envlist("ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]")
+# Behind a TLS-terminating proxy (docs/deploy): HTTPS only, secure cookies, HSTS; the proxy
+# says the request came over HTTPS with X-Forwarded-Proto. `manage.py check --deploy` is
+# clean with these on.
+CRAWLER_HTTPS = envbool("CRAWLER_HTTPS", False)
+if CRAWLER_HTTPS:
+    SECURE_SSL_REDIRECT = SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31_536_000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = envbool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", True)
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -244,7 +299,8 @@ CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_SEND_TASK_EVENTS = True
 CELERY_TASK_SEND_SENT_EVENT = True
-CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# django-celery-beat's DatabaseScheduler behind a leader lease: a second beat waits.
+CELERY_BEAT_SCHEDULER = "console.beatleader:LeaderScheduler"
 
 # --- Crawler limits (alphabetical; each documented in README.md) -------------------------
 
@@ -337,10 +393,18 @@ CRAWLER_COMMIT_GROUP_PAGES = envint("CRAWLER_COMMIT_GROUP_PAGES", 64, minimum=1)
 CRAWLER_COMMIT_INTERVAL = envfloat("CRAWLER_COMMIT_INTERVAL", 0.25, minimum=0.0)
 # … with at most this many pages waiting for the writer; beyond it, sessions wait for it.
 CRAWLER_COMMIT_MAX_PENDING_PAGES = envint("CRAWLER_COMMIT_MAX_PENDING_PAGES", 256, minimum=1)
-# Seconds a lease on a host lasts. A session's engine renews it every sixth of this; a dead
-# worker's host comes back after this. Keep it above twice connect + deadline + read
-# timeouts: a request then never outlives the lease it started under.
+# Seconds a lease on a host lasts. A session's engine renews it every sixth of this; a
+# lease nobody began (its message lost) comes back after this. Keep it above twice connect +
+# deadline + read timeouts: a request then never outlives the lease it started under.
 CRAWLER_LEASE_SECONDS = envfloat("CRAWLER_LEASE_SECONDS", 120.0, minimum=1.0)
+# A crawling process whose heartbeat (CRAWLER_HEARTBEAT_SECONDS) is older than this is taken
+# for dead: the other processes release the leases it runs (fetch/recovery.py), and its own
+# sessions stop sending once its last heartbeat is older than this less one heartbeat.
+# At least two heartbeats.
+CRAWLER_LEASE_STALE_SECONDS = envfloat("CRAWLER_LEASE_STALE_SECONDS", 15.0, minimum=0.2)
+# Seconds the running `celery beat` holds the lead (console/beatleader.py): another beat,
+# started by mistake, waits; it takes over this long after the leader died.
+CRAWLER_BEAT_LEASE_SECONDS = envfloat("CRAWLER_BEAT_LEASE_SECONDS", 30.0, minimum=1.0)
 # Seconds between beat's sweeps that clear expired leases (housekeeping: they are free anyway).
 CRAWLER_LEASE_SWEEP_SECONDS = envfloat("CRAWLER_LEASE_SWEEP_SECONDS", 60.0, minimum=1.0)
 # Host sessions outstanding at once across all dispatchers and workers.
@@ -507,6 +571,9 @@ CRAWLER_HEARTBEAT_SECONDS = envfloat("CRAWLER_HEARTBEAT_SECONDS", 5.0, minimum=0
 CRAWLER_HEARTBEAT_STALE_SECONDS = envfloat("CRAWLER_HEARTBEAT_STALE_SECONDS", 30.0, minimum=1.0)
 # … and its row is deleted after this many hours.
 CRAWLER_HEARTBEAT_RETENTION_HOURS = envfloat("CRAWLER_HEARTBEAT_RETENTION_HOURS", 24.0, minimum=0.1)
+if CRAWLER_LEASE_STALE_SECONDS < 2 * CRAWLER_HEARTBEAT_SECONDS:
+    raise SettingError(f"CRAWLER_LEASE_STALE_SECONDS={CRAWLER_LEASE_STALE_SECONDS} must be at least two "
+                       f"heartbeats (CRAWLER_HEARTBEAT_SECONDS={CRAWLER_HEARTBEAT_SECONDS})")
 # The crawl shows as stalled when URLs have been due for this many seconds on hosts free to
 # be fetched and no process has sent a request for as long (keep it above
 # CRAWLER_TOTAL_DEADLINE: one slow response is not a stall).

@@ -45,6 +45,7 @@ from crawlerweb.dbconn import reset_connection
 from frontier import service as frontier
 from frontier.limits import LIMITS_RECHECK_SECONDS
 
+from . import recovery
 from .parsepool import ParsePool
 from .session import PARKED, HostSession
 from .writer import Writer
@@ -69,6 +70,9 @@ class SessionEngine:
         self.max_sessions = max_sessions or settings.CRAWLER_SESSIONS_PER_PROCESS
         self.name = name
         self.worker = f"{socket.gethostname()}/{name}"  # names the requests' sender (crawl log, metrics)
+        # Its heartbeat names it in the leases it runs (fetch/recovery.py).
+        self.kind = liveness.engine_kind(name)
+        self.holder = liveness.holder(self.kind, self.worker)
         self.stats = EngineStats()
         # One lock, three conditions, so that nobody is woken for nothing: idle fetch threads,
         # the one keeping time for the earliest session, and runners waiting for a session's end.
@@ -202,7 +206,7 @@ class SessionEngine:
         every URL read in two statements, however many there are."""
         sessions = []
         try:
-            hosts = frontier.begin_leases([(lease.host_id, lease.token) for lease in leases])
+            hosts = frontier.begin_leases([(lease.host_id, lease.token) for lease in leases], holder=self.holder)
             # A lease not confirmed expired or was taken over: another worker owns the host now.
             urls = {queued.id: queued for queued in frontier.queued_urls(
                 [url_id for lease in leases if lease.host_id in hosts for url_id in lease.url_ids])}
@@ -210,7 +214,8 @@ class SessionEngine:
                 if lease.host_id in hosts:
                     sessions.append(HostSession(lease, hosts[lease.host_id],
                                                 [urls[i] for i in lease.url_ids if i in urls], self.writer.put,
-                                                worker=self.worker, pool=self.pool))
+                                                worker=self.worker, pool=self.pool,
+                                                heartbeat_age=self.heartbeat_age))
         except Exception:  # the database is away: the leases expire by themselves
             log.exception("could not open the sessions of %d leases", len(leases))
             reset_connection()
@@ -315,14 +320,24 @@ class SessionEngine:
 
     # --- the lease keeper -------------------------------------------------------------------
 
+    def heartbeat_age(self) -> float:
+        """Seconds since this engine's last written heartbeat (0 before the first: nobody
+        can take it for dead before that)."""
+        age = liveness.written_ago(self.kind, self.worker)
+        return 0.0 if age == float("inf") else age
+
     def _keeper_loop(self) -> None:
         """Renew every session's lease every CRAWLER_LEASE_SECONDS / 6; between renewals,
-        keep the crawl limits fresh (an admin's exclusion stops sessions within seconds) and
-        report this engine alive (console/liveness.py: throttled, never raises)."""
+        keep the crawl limits fresh (an admin's exclusion stops sessions within seconds),
+        report this engine alive (console/liveness.py: throttled, never raises) and release
+        the leases of crawling processes that stopped beating (fetch/recovery.py)."""
         renew_every = max(0.05, settings.CRAWLER_LEASE_SECONDS / 6)
-        tick = min(renew_every, LIMITS_RECHECK_SECONDS)
+        # Beat at least twice a heartbeat period: a heartbeat is then never older than 1.5
+        # periods while the engine lives, well inside CRAWLER_LEASE_STALE_SECONDS.
+        tick = min(renew_every, LIMITS_RECHECK_SECONDS, settings.CRAWLER_HEARTBEAT_SECONDS / 2)
         next_renewal = time.monotonic() + renew_every
-        kind = liveness.engine_kind(self.name)
+        kind = self.kind
+        liveness.beat(kind, self.worker)
         try:
             while True:
                 with self._lock:
@@ -334,11 +349,16 @@ class SessionEngine:
                         break
                     sessions = [s for s in self._sessions.values() if not s.ended]
                 close_old_connections()
-                if sessions and time.monotonic() >= next_renewal:
+                # Woken from a freeze (or the database took no heartbeat for a while): the
+                # others may have released our leases. Find out before the next heartbeat,
+                # after which our sessions would send again (fetch/session.py, lease_held).
+                late = self.heartbeat_age() > settings.CRAWLER_LEASE_STALE_SECONDS - settings.CRAWLER_HEARTBEAT_SECONDS
+                if sessions and (late or time.monotonic() >= next_renewal):
                     next_renewal = time.monotonic() + renew_every
                     self._renew(sessions)
                 _guarded(frontier.current_limits)
                 liveness.beat(kind, self.worker, **load)
+                recovery.sweep()  # never raises
                 instruments.export_stage_times()
             liveness.beat(kind, self.worker, stopped=True, **load)  # a clean stop, not a death
         finally:

@@ -27,6 +27,7 @@ from console.liveness import beat as heartbeat
 from console.models import ProcessKind
 from frontier import service as frontier
 
+from . import recovery
 from .engine import SessionEngine
 from .parsepool import default_processes
 from .queues import dispatch_room, queue_for
@@ -174,6 +175,7 @@ def run_dispatcher(name: str, app, stop: threading.Event) -> None:
     while not stop.is_set():
         close_old_connections()
         try:
+            recovery.sweep()  # a dead worker's hosts come back in seconds (throttled)
             sent = dispatch_once(name, app)
         except Exception:  # database hiccup: keep the dispatcher alive, try again shortly
             log.exception("dispatch round failed")

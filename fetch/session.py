@@ -101,15 +101,19 @@ class SessionEnded:
     requests: int
     connections: int
     reason: str
+    origin: str = ""
+    worker: str = ""
 
 
 class HostSession:
     def __init__(self, lease: frontier.Lease, host: frontier.HostView, urls: list[frontier.QueuedUrl], sink,
-                 now: float | None = None, worker: str = "", pool=None):
+                 now: float | None = None, worker: str = "", pool=None, heartbeat_age=None):
         now = time.monotonic() if now is None else now
         self.lease, self.host, self.sink = lease, host, sink
         self.pool = pool  # the engine's parse pool (fetch/parsepool.py), or None: analyse here
         self.worker = worker  # who sends the requests (the crawl log's worker field)
+        # Seconds since the engine's heartbeat was last written (None: no engine, no check).
+        self.heartbeat_age = heartbeat_age
         self.urls = deque(urls)
         self.taken = {queued.id for queued in urls}
         self.empty_answers = 0  # asks for more URLs in a row that found none
@@ -181,7 +185,8 @@ class HostSession:
         self.ended = reason
         self.connection.close()
         self.sink(SessionEnded(self.host_id, self.lease.token, self.leased_address, self._host_update(),
-                               self.requests, self.connection.connections_opened, reason))
+                               self.requests, self.connection.connections_opened, reason, self.host.origin,
+                               self.worker))
 
     # --- robots.txt, once per session, before any URL -------------------------------------
 
@@ -287,6 +292,11 @@ def lease_held(session: HostSession, queued) -> End | None:
     worst_case = settings.CRAWLER_CONNECT_TIMEOUT + settings.CRAWLER_TOTAL_DEADLINE + settings.CRAWLER_READ_TIMEOUT
     if session.lease_until - time.monotonic() < min(worst_case, settings.CRAWLER_LEASE_SECONDS / 2):
         return End("lease_running_out")
+    # Soon the others may take this process for dead and release its leases
+    # (fetch/recovery.py): after a freeze, or with a database that takes no heartbeat.
+    if session.heartbeat_age is not None and session.heartbeat_age() > (
+            settings.CRAWLER_LEASE_STALE_SECONDS - settings.CRAWLER_HEARTBEAT_SECONDS):
+        return End("heartbeat_late")
     return None
 
 

@@ -13,8 +13,11 @@ no other session can lease the host and fetch a URL again before its result is i
 If a group cannot be written, each host's part is written alone, then each URL's, so one
 bad page costs only its own result: a URL the database refuses is settled as a dead letter
 (a poisoned row must not be fetched and fail again forever), and while the database is
-away nothing is settled and the URLs stay queued, to be fetched again; the hosts are
-released either way. What is still waiting when the process dies is lost: those URLs are
+away nothing is settled and the URLs stay queued, to be fetched again. The hosts are
+released either way, but a host whose results could not be stored is released paused, on
+the circuit breaker's ladder (CRAWLER_HOST_PAUSE_SECONDS, doubling with each failure in a
+row, wait reason `store_failed`, a crawl log line of kind `store`): a failure that repeats
+(a row the database refuses with an OperationalError) must not refetch and fail in a loop. What is still waiting when the process dies is lost: those URLs are
 still queued, and the next session (after the lease expires) fetches them again. The
 queue is bounded (CRAWLER_COMMIT_MAX_PENDING_PAGES): when the database falls behind,
 sessions wait for it instead of filling memory.
@@ -27,19 +30,23 @@ Each group also inserts the crawl log entries the fetch threads buffered meanwhi
 only those entries (the crawl log file has them), never a URL's result.
 """
 
+import dataclasses
 import logging
 import threading
 import time
 from collections import defaultdict, deque
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
+from django.utils import timezone
 from psycopg import errors as pg_errors
 
 from crawlerweb.dbconn import reset_connection
 from frontier import service as frontier
 
 from . import crawllog, robots
+from .observe import RequestRecord
 from .service import Results, store
 from .session import MoreUrlsWanted, RobotsFetched, SessionEnded, UrlsDone
 
@@ -63,6 +70,7 @@ class Writer:
         self._closing = False
         self._flushing = 0  # someone waits for everything to be written: do not gather
         self._tuned = None  # the database connection _tune_connection has set
+        self._unstored: dict[int, int] = {}  # host id -> stores of its results that failed in a row
         self.errors = 0  # stores that failed (a group, a host's part, a URL's result)
         self.crawl_log_errors = 0  # groups whose crawl log entries could not be stored
         self.groups = 0
@@ -164,7 +172,7 @@ class Writer:
             if isinstance(item, MoreUrlsWanted) and self.on_more_urls:
                 found = self._guarded(frontier.more_urls, item.host_id, item.token, item.taken, item.limit)
                 self.on_more_urls(item, found or [])
-        ended = [item for item in group if isinstance(item, SessionEnded)]
+        ended = [self._paused_if_unstored(item) for item in group if isinstance(item, SessionEnded)]
         if ended:
             self._guarded(frontier.release_hosts, [(i.host_id, i.token, i.leased_address, i.update) for i in ended])
             for item in ended:
@@ -172,6 +180,23 @@ class Writer:
                     self.on_release(item)
         self._store_crawl_log()
         self.groups += 1
+
+    def _paused_if_unstored(self, ended: SessionEnded) -> SessionEnded:
+        """A host whose results could not be stored is released paused (the module doc)."""
+        failures = self._unstored.get(ended.host_id)
+        if not failures:
+            return ended
+        pause = frontier.store_failure_pause(failures)
+        until = timezone.now() + timedelta(seconds=pause)
+        log.warning("host %s: its results could not be stored %d time(s) in a row; paused for %.0f s",
+                    ended.host_id, failures, pause)
+        crawllog.record_request(RequestRecord(
+            at=time.time(), kind="store", url=ended.origin, url_id=None, host_id=ended.host_id, origin=ended.origin,
+            status=None, error=frontier.STORE_FAILED, outcome=f"paused_{pause:.0f}s", bytes=0, duration=0.0,
+            attempt=failures, retry_after=None, address=ended.update.address, content_type="", worker=ended.worker, lease=ended.token))
+        update = dataclasses.replace(ended.update, next_fetch_at=max(ended.update.next_fetch_at, until),
+                                     wait_reason=frontier.STORE_FAILED)
+        return dataclasses.replace(ended, update=update)
 
     def _store(self, done: list[UrlsDone]) -> None:
         """Store a group's results; if that fails, each host's part alone, then each URL's
@@ -182,9 +207,12 @@ class Writer:
         merged = Results()
         for item in done:
             merged.extend(item.results)
+        hosts = {item.host_id for item in done}
         try:
             _store_retrying(merged)
             self.pages += len(merged.pages)
+            for host_id in hosts:
+                self._unstored.pop(host_id, None)
             return
         except Exception as exc:
             reset_connection()
@@ -192,6 +220,8 @@ class Writer:
             url_ids = merged.url_ids()
             if isinstance(exc, (OperationalError, InterfaceError)):  # the database is away: the URLs wait
                 log.exception("%d results could not be stored; their URLs stay queued", len(url_ids))
+                for host_id in hosts:  # their hosts are released paused, not to refetch at once
+                    self._unstored[host_id] = self._unstored.get(host_id, 0) + 1
                 return
             if len(url_ids) == 1:
                 log.exception("the result of URL %s could not be stored; settling it as a dead letter", url_ids[0])
@@ -199,7 +229,6 @@ class Writer:
                 return
             log.warning("%d results of %d hosts could not be stored together (%s); storing them apart",
                         len(url_ids), len({item.host_id for item in done}), exc)
-        hosts = {item.host_id for item in done}
         if len(hosts) > 1:  # each host's part alone
             by_host = defaultdict(list)
             for item in done:

@@ -103,25 +103,27 @@ def write_states(columns: tuple[str, ...], rows: list[list]) -> set[int]:
         return {row[-1] for row in rows}
 
 
-def extend_leases(leases: list[tuple[int, str]], now, until) -> set[int]:
-    """Move the expiry of leases (host id, token) still held at `now` to `until`; returns
-    the ids of the hosts whose lease it was."""
+def extend_leases(leases: list[tuple[int, str]], now, until, holder: str | None = None) -> set[int]:
+    """Move the expiry of leases (host id, token) still held at `now` to `until` (and name
+    their `holder`, when given); returns the ids of the hosts whose lease it was."""
     adapt = connection.ops.adapt_datetimefield_value
+    set_holder = "" if holder is None else ", lease_holder = %s"
+    holder_param = [] if holder is None else [holder]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             ids = [i for i, _ in leases]
             cursor.execute(
                 f"""WITH {locked(_HOSTS)}
-                    UPDATE {_HOSTS} h SET leased_until = %s
+                    UPDATE {_HOSTS} h SET leased_until = %s{set_holder}
                     FROM unnest(%s::bigint[], %s::varchar(80)[]) AS v(id, token), locked
                     WHERE h.id = v.id AND locked.id = v.id AND h.lease_owner = v.token AND h.leased_until > %s
                     RETURNING h.id""",
-                [ids, until, ids, [t for _, t in leases], now])
+                [ids, until, *holder_param, ids, [t for _, t in leases], now])
             return {row[0] for row in cursor.fetchall()}
         extended = set()
         for host_id, token in leases:
-            cursor.execute(f"UPDATE {_HOSTS} SET leased_until = %s WHERE id = %s AND lease_owner = %s "
-                           "AND leased_until > %s", [adapt(until), host_id, token, adapt(now)])
+            cursor.execute(f"UPDATE {_HOSTS} SET leased_until = %s{set_holder} WHERE id = %s AND lease_owner = %s "
+                           "AND leased_until > %s", [adapt(until), *holder_param, host_id, token, adapt(now)])
             if cursor.rowcount:
                 extended.add(host_id)
         return extended

@@ -91,7 +91,7 @@ def lease_ready_hosts(owner: str, max_hosts: int, loaded: bool = False) -> list[
         if not candidates:
             return []
         Host.objects.filter(free, id__in=[c[0] for c in candidates]).update(
-            lease_owner=token, leased_until=now + timedelta(seconds=lease_seconds)
+            lease_owner=token, leased_until=now + timedelta(seconds=lease_seconds), lease_holder=""
         )
     # host id -> the address claimed with it ("" when none was: unknown, or host scope)
     addresses = {h: (a or "") if by_address else "" for h, a in candidates}
@@ -212,17 +212,46 @@ _HOST_VIEW_FIELDS = ("id", "origin", "crawl_delay", "robots_status", "robots_bod
 
 
 @stagetime.timed("leases")
-def begin_leases(leases: list[tuple[int, str]]) -> dict[int, HostView]:
+def begin_leases(leases: list[tuple[int, str]], holder: str = "") -> dict[int, HostView]:
     """Confirm leases (host id, token) are still ours and extend them, all in one
-    statement; host id -> its view for those confirmed (the others: drop the work)."""
+    statement, naming the process that runs them (`holder`: its heartbeat's id, so that
+    its death releases them early, release_leases_of); host id -> its view for those
+    confirmed (the others: drop the work)."""
     if not leases:
         return {}
     now = timezone.now()
-    claimed = bulk.extend_leases(sorted(leases), now, now + timedelta(seconds=settings.CRAWLER_LEASE_SECONDS))
+    claimed = bulk.extend_leases(sorted(leases), now, now + timedelta(seconds=settings.CRAWLER_LEASE_SECONDS),
+                                 holder=holder)
     if not claimed:
         return {}
     return {row[0]: HostView(*row[:8], row[8] or "", *row[9:])
             for row in Host.objects.filter(id__in=claimed).values_list(*_HOST_VIEW_FIELDS)}
+
+
+@stagetime.timed("leases")
+def release_leases_of(holders: list[str]) -> list[int]:
+    """Release the leases run by these processes (their heartbeats went stale: dead, frozen
+    or cut off), long before the leases' own expiry. Fenced like every lease write: only
+    rows still held with the token they had, so a holder that was only slow and renews or
+    releases meanwhile keeps what it has, and its later writes (conditional on its token)
+    change nothing. Each host's next allowed time moves to at least one delay from now: the
+    dead process may have sent a request just before it stopped beating. Its queued URLs
+    were never taken out of `queued`, so the next session fetches them. Returns the host ids."""
+    if not holders:
+        return []
+    now = timezone.now()
+    rows = list(Host.objects.filter(lease_holder__in=holders, leased_until__gt=now)
+                .values_list("id", "lease_owner", "next_fetch_at", "crawl_delay", "response_time", "address"))
+    released = []
+    for host_id, token, next_fetch_at, crawl_delay, response_time, address in sorted(rows):
+        not_before = max(next_fetch_at, now + timedelta(seconds=pacing.delay_for(crawl_delay, response_time)))
+        if Host.objects.filter(id=host_id, lease_owner=token, lease_holder__in=holders).update(
+                lease_owner="", leased_until=None, lease_holder="", next_fetch_at=not_before):
+            released.append(host_id)
+            ServerAddress.objects.filter(lease_owner=token).update(lease_owner="", leased_until=None)
+            if address:
+                politeness.push_address(address, not_before)
+    return released
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,11 @@ class Host(models.Model):
     # Lease: the one dispatcher/worker allowed to send requests to this host right now.
     lease_owner = models.CharField(max_length=80, blank=True, default="")
     leased_until = models.DateTimeField(null=True, blank=True)
+    # The crawling process running the lease (its heartbeat's holder id, console/liveness.py),
+    # written when it begins the session: a process whose heartbeat goes stale has its
+    # leases released by the others (fetch/recovery.py) instead of after leased_until.
+    lease_holder = models.CharField(max_length=32, blank=True, default="", db_default="",
+                                    help_text="the crawling process running the lease (its heartbeat's holder id)")
     # robots.txt cache (RFC 9309): body as fetched (capped), HTTP status or null on a
     # network error, and when it must be fetched again.
     robots_status = models.IntegerField(null=True, blank=True)
@@ -28,7 +33,7 @@ class Host(models.Model):
     robots_error = models.CharField(max_length=40, blank=True, default="")
     robots_fetched_at = models.DateTimeField(null=True, blank=True)
     robots_expires_at = models.DateTimeField(null=True, blank=True)
-    robots_sitemaps = models.TextField(blank=True, default="", help_text="Sitemap: URLs the robots.txt lists, "
+    robots_sitemaps = models.TextField(blank=True, default="", db_default="", help_text="Sitemap: URLs the robots.txt lists, "
                                        "one per line (collected, not crawled yet)")
     url_count = models.IntegerField(default=0, help_text="URLs admitted (per-host quota)")
     # The registered domain (eTLD+1), for the per-domain quota: a trap of endless subdomains
@@ -41,7 +46,7 @@ class Host(models.Model):
         null=True, blank=True, help_text="running average of response times, seconds (adaptive delay)"
     )
     failures = models.SmallIntegerField(
-        default=0, help_text="network failures in a row; the circuit breaker pauses the host past a threshold"
+        default=0, db_default=0, help_text="network failures in a row; the circuit breaker pauses the host past a threshold"
     )
     # db_default as well: during a rolling upgrade, workers of the previous release insert
     # hosts without this column, and the database must fill it for them.
@@ -138,26 +143,26 @@ class Url(models.Model):
     content_hash = models.CharField(max_length=64, blank=True, default="",
                                     help_text="SHA-256 of the last full 2xx response archived")
     # Revisits (frontier/recrawl.py). Validators echoed as If-None-Match / If-Modified-Since.
-    etag = models.CharField(max_length=200, blank=True, default="")
-    last_modified = models.CharField(max_length=64, blank=True, default="", help_text="as the server sent it")
+    etag = models.CharField(max_length=200, blank=True, default="", db_default="")
+    last_modified = models.CharField(max_length=64, blank=True, default="", db_default="", help_text="as the server sent it")
     payload_at = models.DateTimeField(null=True, blank=True, help_text="when the response content_hash names "
                                       "arrived (what a WARC revisit record refers to)")
-    text_hash = models.CharField(max_length=32, blank=True, default="", help_text="hash of the normalized text")
+    text_hash = models.CharField(max_length=32, blank=True, default="", db_default="", help_text="hash of the normalized text")
     simhash = models.BigIntegerField(null=True, blank=True, help_text="64-bit SimHash of the text")
-    last_observation = models.CharField(max_length=16, blank=True, default="",
+    last_observation = models.CharField(max_length=16, blank=True, default="", db_default="",
                                         help_text="what the last visit saw: first, not_modified, unchanged, "
                                         "noise, changed")
     last_change_at = models.DateTimeField(null=True, blank=True, help_text="last visit that saw a change")
     observed_at = models.DateTimeField(null=True, blank=True, help_text="last visit that saw the page (2xx, 304)")
-    observations = models.IntegerField(default=0, help_text="revisits that observed change or no change")
-    change_stats = models.TextField(blank=True, default="", help_text="what the change-rate estimator needs "
+    observations = models.IntegerField(default=0, db_default=0, help_text="revisits that observed change or no change")
+    change_stats = models.TextField(blank=True, default="", db_default="", help_text="what the change-rate estimator needs "
                                     "(frontier/changerate.py): a bounded summary, not a history")
     change_rate = models.FloatField(null=True, blank=True, help_text="estimated changes per day")
     recrawl_interval = models.FloatField(null=True, blank=True, help_text="seconds to the next planned visit")
-    backoff_level = models.SmallIntegerField(default=0, help_text="steps taken on the failure back-off ladder")
+    backoff_level = models.SmallIntegerField(default=0, db_default=0, help_text="steps taken on the failure back-off ladder")
     # The scopes this URL was found under, "3" or "3,7" ("" = unscoped: the open web).
     # Its links are admitted if one of them allows them (frontier/scope.py).
-    scopes = models.CharField(max_length=64, blank=True, default="")
+    scopes = models.CharField(max_length=64, blank=True, default="", db_default="")
     referrer = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
         db_constraint=False, db_index=False,

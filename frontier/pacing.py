@@ -31,7 +31,14 @@ SMOOTHING = 0.3
 
 # Why a host's next request waits (HostClock.wait_reason, kept in Host.wait_reason).
 WAIT_REASONS = ("crawl_delay", "adaptive", "default_delay", "retry_after_429", "retry_after_503", "breaker", "dns",
-                "robots_unavailable")
+                "robots_unavailable", "store_failed")
+STORE_FAILED = "store_failed"  # its results could not be stored: paused on the breaker's ladder (fetch/writer.py)
+
+
+def store_failure_pause(failures: int) -> float:
+    """Seconds to leave a host alone after its results failed to store `failures` times in
+    a row: the breaker's ladder from its first step (CRAWLER_HOST_PAUSE_SECONDS, doubling)."""
+    return breaker_pause(settings.CRAWLER_HOST_FAILURE_THRESHOLD + max(failures, 1) - 1)
 
 
 def delay_for(crawl_delay: float | None, response_time: float | None) -> float:

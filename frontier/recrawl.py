@@ -41,7 +41,7 @@ from django.utils import timezone
 
 from crawlerweb.bulksql import in_chunks
 
-from . import changerate
+from . import changerate, planning
 from .models import RecrawlPlan, Url, UrlState
 from .normalize import InvalidUrl, normalize
 from .vocabulary import Observation
@@ -232,13 +232,19 @@ def plan_recrawl(now: datetime | None = None) -> RecrawlPlan:
     explore_visits = settings.CRAWLER_RECRAWL_EXPLORE_VISITS
     counts = Counter()
     oracle = settings.CRAWLER_RECRAWL_POLICY == "oracle"
-    rows = Url.objects.filter(state__in=(UrlState.FETCHED, UrlState.QUEUED)).exclude(observed_at=None)
-    for url, rate, priority, observations in rows.values_list(
-            "url", "change_rate", "priority", "observations").iterator(chunk_size=5000):
-        if oracle:
-            counts[(_rate_class(oracle_rate(url, 0.0) * DAY), priority, False)] += 1
-        else:
-            counts[(_rate_class(rate), priority, observations < explore_visits)] += 1
+    grouped = None
+    if planning.set_based() and not oracle:  # one GROUP BY in the database (frontier/planning.py)
+        grouped = planning.group_counts(explore_visits)
+        for k, priority, bucket, n in grouped:
+            counts[(_class_rate(k), priority, bucket >= 0)] += n
+    else:
+        rows = Url.objects.filter(state__in=(UrlState.FETCHED, UrlState.QUEUED)).exclude(observed_at=None)
+        for url, rate, priority, observations in rows.values_list(
+                "url", "change_rate", "priority", "observations").iterator(chunk_size=5000):
+            if oracle:
+                counts[(_rate_class(oracle_rate(url, 0.0) * DAY), priority, False)] += 1
+            else:
+                counts[(_rate_class(rate), priority, observations < explore_visits)] += 1
     groups = [changerate.Group(rate, weight_of(priority), n, explore) for (rate, priority, explore), n in counts.items()]
     solved = changerate.solve_price(groups, _budget(), min_interval=low, max_interval=high,
                                     explore_interval=settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL,
@@ -247,8 +253,29 @@ def plan_recrawl(now: datetime | None = None) -> RecrawlPlan:
         price=solved.price, explore_freq=solved.explore_freq, budget=solved.budget, planned=solved.planned,
         pages=sum(counts.values()), solved_at=now))
     forget_plan()
-    _reschedule(now)
+    if grouped is not None:
+        _reschedule_groups(grouped, now)
+    else:
+        _reschedule(now)
     return plan
+
+
+def _class_rate(k: int) -> float:
+    """The rate (changes a second) of rate class k: 2^(k/4) changes a day (planning.NO_RATE: 0)."""
+    return 0.0 if k == planning.NO_RATE else 2.0 ** (k / _GRID) / DAY
+
+
+def _reschedule_groups(grouped: list[tuple[int, int, int, int]], now: datetime) -> int:
+    """_reschedule set-based: each group's wanted interval, then one UPDATE."""
+    if settings.CRAWLER_RECRAWL_POLICY == "adaptive":
+        return 0
+    explore_visits = settings.CRAWLER_RECRAWL_EXPLORE_VISITS
+    wanted = {}
+    for k, priority, bucket, _ in grouped:
+        observations = bucket if bucket >= 0 else explore_visits
+        before = Before(0, "", priority, None, now, "", observations, None, None)
+        wanted[(k, priority, bucket)] = plan_interval(before, _class_rate(k), observations, False, now)
+    return planning.move_sooner(wanted, explore_visits, now, settings.CRAWLER_RECRAWL_RELEASE_BATCH)
 
 
 def _reschedule(now: datetime) -> int:

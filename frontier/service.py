@@ -48,9 +48,11 @@ from .leases import (
     more_urls,
     release_host,
     release_hosts,
+    release_leases_of,
     renew_leases,
 )
 from .importance import sitemap_hint
+from .pacing import STORE_FAILED, store_failure_pause
 from .normalize import origin_of
 from .traps import count_yield as count_pattern_yield
 from .traps import url_stopped as pattern_stopped
@@ -101,7 +103,7 @@ __all__ = [
     # admission
     "AdmitResult", "Candidate", "add_seeds", "add_urls", "canonical_url", "default_scope", "forget_caches",
     "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield", "origin_of",
-    "pattern_stopped",
+    "pattern_stopped", "STORE_FAILED", "store_failure_pause",
     "InvalidScope", "ScopeSpec", "parse_spec", "scope_key_taken", "save_scope_patterns",
     # steering
     "UNSET", "InvalidDomain", "LimitsChange", "canonical_domain", "origin_excluded", "resume_excluded_urls",
@@ -111,7 +113,7 @@ __all__ = [
     "pause_crawl", "paused_for", "recrawl_now", "resume_crawl", "host_ids_for", "url_ids_for",
     # leases and sessions
     "HostUpdate", "HostView", "Lease", "begin_lease", "begin_leases", "claim_address", "lease_ready_hosts", "more_urls",
-    "release_host", "release_hosts", "renew_leases",
+    "release_host", "release_hosts", "release_leases_of", "renew_leases",
     # records
     "MAX_SITEMAPS", "QueuedUrl", "UrlKind", "queued_urls", "record_fetch", "record_fetches", "requeue_dead_letters",
     "save_robots", "settle_unstorable",

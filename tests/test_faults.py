@@ -21,6 +21,7 @@ import pytest
 import redis
 from django.conf import settings as django_settings
 from django.db import connection
+from django.utils import timezone as django_timezone
 
 from bench.cluster import Cluster
 from bench.cluster import wait_until_done as wait_for_quiet
@@ -193,7 +194,9 @@ def test_a_worker_survives_closing_a_broker_connection_redis_took_away():
 @pytest.mark.postgres
 def test_cut_database_connections_mid_crawl_lose_nothing(tmp_path):
     with sample_web(tmp_path) as web:
-        with distributed_cluster(workers=2, dispatchers=1, CRAWLER_LEASE_SECONDS=LEASE, **ENGINE) as running:
+        # A store cut off pauses its hosts on the breaker's ladder (fetch/writer.py): a short step here.
+        with distributed_cluster(workers=2, dispatchers=1, CRAWLER_LEASE_SECONDS=LEASE, CRAWLER_HOST_PAUSE_SECONDS=2,
+                                 **ENGINE) as running:
             service.add_seeds(web.seeds, service.ScopeSpec("web"))
             cut = []
 
@@ -221,3 +224,98 @@ def test_celery_settings_are_chosen_for_lease_based_recovery():
     assert conf.broker_transport_options["visibility_timeout"] > django_settings.CRAWLER_LEASE_SECONDS
     assert conf.task_time_limit > django_settings.CRAWLER_LEASE_SECONDS
     assert conf.broker_connection_max_retries is None and conf.worker_send_task_events is True
+
+
+def _tree(pid: int) -> list[int]:
+    """A worker's pid and its pool children's (their engines hold the leases)."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return [pid, *map(int, children)]
+
+
+def _held_by(pids: list[int]) -> dict[int, tuple[str, float]]:
+    """Hosts whose leases the engines of these processes run: host id -> (netloc, lease end)."""
+    from console.models import ProcessHeartbeat
+    from frontier.models import Host
+
+    holders = set(ProcessHeartbeat.objects.filter(pid__in=pids).exclude(holder="").values_list("holder", flat=True))
+    return {host_id: (origin.split("://", 1)[1], until.timestamp()) for host_id, origin, until in Host.objects.filter(
+        lease_holder__in=holders, leased_until__gt=django_timezone.now()).values_list("id", "origin", "leased_until")}
+
+
+def _comeback(web, held: dict, since: float) -> dict[str, float]:
+    """netloc -> seconds from `since` to the first request to it after `since` (hosts that
+    were asked nothing more: their work was done)."""
+    from bench.sampleweb.audit import read_log
+
+    first = {}
+    for entry in sorted(read_log(web.request_log)):
+        if entry.start > since and entry.netloc in {netloc for netloc, _ in held.values()}:
+            first.setdefault(entry.netloc, entry.start - since)
+    return first
+
+
+@pytest.mark.postgres
+def test_a_killed_workers_hosts_come_back_when_its_heartbeat_stops_not_when_its_leases_expire(tmp_path):
+    """SIGKILL with the default lease (120 s), heartbeat (5 s) and staleness (15 s): the
+    others release its leases once its heartbeat is stale (fetch/recovery.py)."""
+    with sample_web(tmp_path, latency=0.02) as web:
+        with distributed_cluster(workers=2, dispatchers=1, **ENGINE) as running:
+            service.add_seeds(web.seeds, service.ScopeSpec("web"))
+            held, killed_at = {}, []
+
+            def kill():
+                pids = _tree(running.procs["worker0"].pid)
+                held.update(_held_by(pids))
+                killed_at.append(time.time())
+                running.procs["worker0"].send_signal(signal.SIGKILL)
+
+            hook = once_fetched(30, kill)
+            wait_for_quiet(service.has_pending_work, running, CRAWL_TIMEOUT, hook)
+            assert hook.done and held, "the worker held no host when it was killed"
+            logs = running.stderr_tail("dispatcher0") + running.stderr_tail("worker1")
+    report = audit(web)
+    assert_complete_and_polite(web, report, allow_duplicates=True)
+    assert report_duplicates("worker killed", report) <= UNWRITTEN
+    comeback = _comeback(web, held, killed_at[0])
+    ends = {netloc: until for netloc, until in held.values()}
+    print(f"\n[worker killed] {len(held)} hosts held; asked again after "
+          f"{', '.join(f'{s:.1f}' for s in sorted(comeback.values()))} s (their leases ran "
+          f"{min(ends.values()) - killed_at[0]:.0f} s more)")
+    assert comeback, "no held host had work left"
+    # Every host that had work left was asked again long before its lease would have expired.
+    assert all(killed_at[0] + seconds < ends[netloc] - 60 for netloc, seconds in comeback.items()), logs
+
+
+@pytest.mark.postgres
+def test_a_frozen_worker_is_taken_for_dead_and_sends_nothing_when_it_wakes(tmp_path):
+    """SIGSTOP longer than the staleness limit, then SIGCONT: its hosts went to the other
+    worker meanwhile, and on waking it starts no request beside them (0 in-flight and gap
+    violations), ending its sessions instead."""
+    stale, delay = 3.0, 1.0  # a delay long enough that a request beside the successor's is a gap violation
+    with sample_web(tmp_path, latency=0.02) as web:
+        with distributed_cluster(workers=2, dispatchers=1, CRAWLER_HEARTBEAT_SECONDS=1, CRAWLER_LEASE_STALE_SECONDS=stale,
+                                 CRAWLER_DEFAULT_DELAY=delay, **ENGINE) as running:
+            service.add_seeds(web.seeds, service.ScopeSpec("web"))
+            held, frozen = {}, []
+
+            def freeze():
+                pids = _tree(running.procs["worker0"].pid)
+                held.update(_held_by(pids))
+                frozen.append(time.time())
+                for pid in pids:
+                    os.kill(pid, signal.SIGSTOP)
+                time.sleep(stale + 4)
+                frozen.append(time.time())
+                for pid in pids:
+                    os.kill(pid, signal.SIGCONT)
+
+            hook = once_fetched(30, freeze)
+            wait_for_quiet(service.has_pending_work, running, CRAWL_TIMEOUT, hook, allow_killed=False)
+            assert hook.done and held, "the worker held no host when it was frozen"
+    report = audit(web, default_delay=delay)
+    assert_complete_and_polite(web, report, allow_duplicates=True)
+    comeback = _comeback(web, held, frozen[0])
+    print(f"\n[worker frozen {frozen[1] - frozen[0]:.1f} s] {len(held)} hosts held; asked again after "
+          f"{', '.join(f'{s:.1f}' for s in sorted(comeback.values()))} s")
+    assert any(seconds < frozen[1] - frozen[0] for seconds in comeback.values()), \
+        "the frozen worker's hosts waited for it to wake"

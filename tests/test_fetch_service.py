@@ -2,6 +2,7 @@
 disk that fails mid-session, a group commit that cannot be written."""
 
 from collections import Counter
+from datetime import timedelta
 
 import pytest
 from django.utils import timezone
@@ -102,8 +103,11 @@ def test_a_crash_while_admitting_links_leaves_the_page_queued_not_its_links_lost
         # the host was released all the same
         assert engine.writer.errors == 1
         assert Url.objects.get().state == "queued"
-        assert Host.objects.get().leased_until is None
+        host = Host.objects.get()  # released, paused: a failure that repeats must not loop
+        assert (host.leased_until, host.wait_reason) == (None, "store_failed")
+        assert host.next_fetch_at > timezone.now() + timedelta(seconds=30)
         monkeypatch.setattr(fetch_service.frontier, "add_urls", real_add_urls)
+        Host.objects.update(next_fetch_at=timezone.now())  # its pause is over
         run_embedded(threads=1, max_seconds=20)
     assert sorted(Url.objects.values_list("url", "state")) == sorted(
         [(web.url("/many-links"), "fetched")] + [(web.url(f"/fine/{n}"), "fetched") for n in range(3)])
@@ -217,6 +221,61 @@ def test_a_result_the_database_refuses_is_settled_as_a_dead_letter_and_the_rest_
     assert list(DeadLetter.objects.values_list("url__url", "reason")) == [(f"{origin}/poison", "store_failed:ValueError")]
     assert not Host.objects.filter(leased_until__isnull=False).exists()
 
+
+
+def test_a_host_whose_results_cannot_be_stored_is_paused_on_the_breakers_ladder(settings, monkeypatch):
+    """A store failing with an OperationalError every time (not a deadlock: the database
+    refuses it) must not refetch the host in a loop: the host is released paused, the
+    pause doubles with each failure in a row, the crawl log says why; its URLs stay queued."""
+    from django.db import OperationalError
+
+    from fetch import service as fetch_service
+    from fetch.models import CrawlLogEntry
+    from fetch.session import SessionEnded, UrlsDone
+    from fetch.writer import Writer
+
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    settings.CRAWLER_HOST_PAUSE_SECONDS = 60
+    srv, _, origin = serve(200)
+
+    def refuse(pages):
+        raise OperationalError("canceling statement due to statement timeout")
+
+    def one_session(writer):
+        (lease,) = service.lease_ready_hosts("t", 1)
+        (queued,) = service.queued_urls(lease.url_ids)
+        results = fetch_service.Results()
+        fetch_service.fetch_one(results, queued)
+        writer.put(UrlsDone(lease.host_id, results))
+        writer.put(SessionEnded(lease.host_id, lease.token, "", service.HostUpdate(timezone.now()), 1, 1, "done",
+                                origin, "w"))
+        writer.flush()
+        return Host.objects.get(id=lease.host_id)
+
+    try:
+        service.add_seeds([f"{origin}/a"])
+        monkeypatch.setattr(fetch_service.indexer, "store_pages", refuse)
+        writer = Writer(interval=0.01, group_pages=64)
+        before = timezone.now()
+        host = one_session(writer)
+        assert (host.wait_reason, host.leased_until) == ("store_failed", None)
+        first_pause = (host.next_fetch_at - before).total_seconds()
+        assert 60 <= first_pause < 70
+        Host.objects.filter(id=host.id).update(next_fetch_at=timezone.now())  # an operator lets it go again
+        before = timezone.now()
+        host = one_session(writer)
+        assert 120 <= (host.next_fetch_at - before).total_seconds() < 130  # doubled
+        monkeypatch.undo()  # the database takes it again: the next release is a plain one
+        Host.objects.filter(id=host.id).update(next_fetch_at=timezone.now())
+        host = one_session(writer)
+        writer.close()
+    finally:
+        srv.shutdown()
+    assert host.wait_reason != "store_failed" and host.next_fetch_at <= timezone.now() + timedelta(seconds=5)
+    assert Url.objects.get().state == "fetched"
+    logged = CrawlLogEntry.objects.filter(kind="store").order_by("at")
+    assert list(logged.values_list("error", "outcome", "attempt", "origin")) == [
+        ("store_failed", "paused_60s", 1, origin), ("store_failed", "paused_120s", 2, origin)]
 
 
 def test_a_store_aborted_by_a_deadlock_is_tried_again_not_left_to_a_second_fetch(settings, monkeypatch):

@@ -57,3 +57,146 @@ def test_workers_of_the_previous_release_keep_inserting_during_the_upgrade(previ
                                        host_id=host_id)], ignore_conflicts=True)
     assert add_urls([Candidate("http://old.test/a", depth=1)]).admitted == 0
     assert sorted(Url.objects.values_list("url", flat=True)) == ["http://old.test/a", "http://old.test/b"]
+
+
+# --- rolling upgrades: every NOT NULL column added after a table's creation has a default ---
+
+from django.db.migrations import operations as migration_ops  # noqa: E402
+from django.db.migrations.loader import MigrationLoader  # noqa: E402
+from django.db.models import NOT_PROVIDED  # noqa: E402
+
+OUR_APPS = ("frontier", "indexer", "fetch", "console")
+# Added NOT NULL without a database default, each for a reason: url_key gets its value from
+# a trigger for the previous release's inserts (frontier/0009, PostgreSQL: the test below).
+EXCEPTIONS = {("frontier", "url", "url_key")}
+
+
+def added_not_null_without_default():
+    """(app, model, field) of every column a migration adds (or makes NOT NULL) after its
+    table's creation whose final form is NOT NULL with no database default."""
+    from django.apps import apps
+
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    found = set()
+    for (app, name), migration in sorted(loader.disk_migrations.items()):
+        if app not in OUR_APPS:
+            continue
+        before = loader.project_state((app, name), at_end=False)
+        for op in migration.operations:
+            if isinstance(op, migration_ops.AlterField):
+                old = before.models.get((app, op.model_name))
+                if old is None or op.name not in old.fields or not old.fields[op.name].null or op.field.null:
+                    continue  # not a NOT NULL made from a nullable column (or added by this migration)
+            elif not isinstance(op, migration_ops.AddField):
+                continue
+            try:
+                field = apps.get_model(app, op.model_name)._meta.get_field(op.name)
+            except LookupError:
+                continue  # dropped since
+            if not field.null and field.db_default is NOT_PROVIDED and (app, op.model_name, op.name) not in EXCEPTIONS:
+                found.add((app, op.model_name, op.name))
+    return found
+
+
+def test_every_not_null_column_added_since_a_tables_creation_has_a_database_default():
+    """STYLE.md 15: the previous release's workers insert rows that do not name it."""
+    assert added_not_null_without_default() == set()
+
+
+def test_the_rule_catches_a_new_migration_that_breaks_it(monkeypatch):
+    """A migration adding a NOT NULL column with only a Python default is reported."""
+    from django.db import migrations, models
+
+    original = MigrationLoader.load_disk
+
+    def with_a_bad_migration(self):
+        original(self)
+        bad = migrations.Migration("9999_bad", "frontier")
+        bad.dependencies = [max(key for key in self.disk_migrations if key[0] == "frontier")]
+        bad.operations = [migrations.AddField("host", "failures", models.SmallIntegerField(default=0))]
+        self.disk_migrations[("frontier", "9999_bad")] = bad
+
+    monkeypatch.setattr(MigrationLoader, "load_disk", with_a_bad_migration)
+    from django.apps import apps
+    monkeypatch.setattr(apps.get_model("frontier", "host")._meta.get_field("failures"), "db_default", NOT_PROVIDED)
+    assert added_not_null_without_default() == {("frontier", "host", "failures")}
+
+
+@pytest.mark.postgres
+def test_rows_written_as_each_table_was_first_created_still_insert(django_db_blocker):
+    """The raw-INSERT check per model: an INSERT naming only the columns its table had when
+    it was created (the oldest release that wrote it) succeeds on today's schema."""
+    import itertools
+
+    from django.apps import apps
+
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    counter = itertools.count(1)
+    created = {}
+    for (app, name), migration in sorted(loader.disk_migrations.items()):
+        for op in migration.operations:
+            if app in OUR_APPS and isinstance(op, migration_ops.CreateModel):
+                state = loader.project_state((app, name)).models[(app, op.name_lower)]
+                created[(app, op.name_lower)] = state
+    inserted = []
+    for (app, model_name), state in sorted(created.items()):
+        try:
+            model = apps.get_model(app, model_name)
+        except LookupError:
+            continue
+        columns, values = [], []
+        current = {f.name: f for f in model._meta.concrete_fields}
+        for field_name, _ in state.fields.items():
+            field = current.get(field_name)
+            if field is None or (field.primary_key and field.get_internal_type() in ("AutoField", "BigAutoField")):
+                continue
+            columns.append(field.column)
+            values.append(_value_for(field, counter))
+        with connection.cursor() as cursor:
+            cursor.execute(f"INSERT INTO {model._meta.db_table} ({', '.join(columns)}) "
+                           f"VALUES ({', '.join(['%s'] * len(values))})", values)
+        inserted.append(model_name)
+    assert {"host", "url", "document", "processheartbeat"} <= set(inserted)
+
+
+def _value_for(field, counter):
+    """A value as the first release would have written it (its Python default, a unique
+    dummy otherwise; a parent row made for a foreign key)."""
+    import hashlib
+
+    from django.utils import timezone
+
+    n = next(counter)
+    if field.is_relation:
+        return _parent(field.related_model, counter)
+    if field.name == "url_hash":  # the key the trigger derives url_key from (frontier/0009)
+        return hashlib.blake2b(f"http://old{n}.test/".encode(), digest_size=16).hexdigest()
+    if field.has_default():
+        return field.get_db_prep_save(field.get_default(), connection)
+    kind = field.get_internal_type()
+    if kind == "JSONField":
+        return field.get_db_prep_save({}, connection)
+    if kind in ("CharField", "TextField", "SlugField"):
+        return f"v{n}"[: field.max_length or None]
+    if kind == "GenericIPAddressField":
+        return f"127.0.{n // 250}.{n % 250 + 1}"
+    if kind == "DateTimeField":
+        return timezone.now()
+    if kind == "BooleanField":
+        return False
+    if kind == "FloatField":
+        return 1.0
+    return n
+
+
+def _parent(model, counter):
+    fields = {}
+    for field in model._meta.concrete_fields:
+        if field.auto_created or field.null or field.has_default() or field.db_default is not NOT_PROVIDED:
+            continue
+        fields[field.attname] = _value_for(field, counter)
+        if field.name == "url_key":
+            fields[field.attname] = next(counter)
+    if model._meta.model_name == "url":
+        fields.setdefault("url", f"http://parent{next(counter)}.test/")
+    return model.objects.create(**fields).pk

@@ -418,3 +418,41 @@ def test_continuous_mode_picks_up_a_changed_page(site, settings):
     assert row.observations >= 2 and row.last_change_at is not None and row.change_rate > 0
     statuses = [r[3] for r in site.asked("/live")]
     assert statuses[0] == 200 and 304 in statuses  # revisits before the edit were 304s
+
+
+@pytest.mark.postgres
+def test_the_set_based_plan_is_the_row_by_row_plan(settings, monkeypatch):
+    """frontier/planning.py: on PostgreSQL the plan's groups are counted, and the visits it
+    wants sooner moved, in SQL; same price, same pages, same visits moved, to the same times,
+    as the row-by-row path over the same URLs."""
+    import random
+
+    from frontier import planning
+
+    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 300  # scarce: a price to solve
+    settings.CRAWLER_RECRAWL_RELEASE_BATCH = 10_000
+    rng = random.Random(7)
+    host = Host.objects.create(origin="http://plan.test")
+    now = timezone.now()
+    Url.objects.bulk_create([Url(
+        url=f"http://plan.test/{i}", url_key=i, host=host, state="fetched", priority=rng.choice((-10, -20, 5, 40)),
+        change_rate=rng.choice((None, 0.0, 0.01, 0.3, 1.0, 4.2, 24.0, 100.0)), observations=rng.randrange(0, 6),
+        observed_at=now - timedelta(hours=rng.uniform(0, 48)), recrawl_interval=rng.choice((None, 600.0, 86400.0 * 9)),
+        next_fetch_at=now + timedelta(days=rng.uniform(0, 30))) for i in range(3000)])
+    start = dict(Url.objects.values_list("id", "next_fetch_at"))
+
+    def plan_with(set_based: bool):
+        Url.objects.bulk_update([Url(id=i, next_fetch_at=at) for i, at in start.items()], ["next_fetch_at"])
+        Url.objects.update(recrawl_interval=None)
+        Url.objects.filter(id__in=[i for i in start if i % 3]).update(recrawl_interval=86400.0 * 9)
+        recrawl.forget_plan()
+        monkeypatch.setattr(planning, "set_based", lambda: set_based)
+        plan = recrawl.plan_recrawl(now=now)
+        return (plan.price, plan.pages, plan.planned), dict(Url.objects.values_list("id", "next_fetch_at"))
+
+    (by_sql, moved_sql), (by_rows, moved_rows) = plan_with(True), plan_with(False)
+    assert by_sql[1] == by_rows[1] == 3000 and by_sql[0] > 0
+    assert by_sql[0] == pytest.approx(by_rows[0], rel=1e-9) and by_sql[2] == pytest.approx(by_rows[2], rel=1e-9)
+    changed = {i for i in start if moved_rows[i] != start[i]}
+    assert changed and {i for i in start if moved_sql[i] != start[i]} == changed
+    assert all(abs((moved_sql[i] - moved_rows[i]).total_seconds()) < 0.01 for i in changed)
