@@ -102,7 +102,8 @@ def test_a_failing_host_trips_the_breaker_its_urls_wait_and_others_continue(sett
     # charged only until the breaker tripped: nobody burned its attempts into dead letters
     assert set(dead_urls.values_list("state", flat=True)) == {"queued"}
     assert max(dead_urls.values_list("attempts", flat=True)) <= settings.CRAWLER_HOST_FAILURE_THRESHOLD
-    assert host.next_fetch_at > timezone.now() - timezone.timedelta(seconds=1)
+    # released paused by the breaker at the crawl's end (the end itself may take a moment under load)
+    assert host.wait_reason == "breaker" and host.next_fetch_at > timezone.now() - timezone.timedelta(seconds=5)
     # the healthy host on the same machine was crawled completely meanwhile
     assert Url.objects.exclude(host=host).filter(state="fetched").count() == 6
 
