@@ -270,9 +270,23 @@ def test_a_killed_workers_hosts_come_back_when_its_heartbeat_stops_not_when_its_
                 running.procs["worker0"].send_signal(signal.SIGKILL)
 
             hook = once_fetched(30, kill)
-            wait_for_quiet(service.has_pending_work, running, CRAWL_TIMEOUT, hook)
+            seen_at_20s = []  # for the report of the known intermittent below
+
+            def progress():
+                hook()
+                if killed_at and not seen_at_20s and time.time() - killed_at[0] > 20:
+                    from console import liveness
+                    from console.models import ProcessHeartbeat
+                    from frontier.models import Host
+
+                    seen_at_20s.append((
+                        list(ProcessHeartbeat.objects.values_list("pid", "kind", "holder", "seen_at", "stopped_at")),
+                        liveness.stale_holders(), list(Host.objects.filter(id__in=list(held)).values_list(
+                            "id", "lease_holder", "lease_owner", "leased_until"))))
+
+            wait_for_quiet(service.has_pending_work, running, CRAWL_TIMEOUT, progress)
             assert hook.done and held, "the worker held no host when it was killed"
-            logs = running.stderr_tail("dispatcher0") + running.stderr_tail("worker1")
+            logs = running.stderr_tail("dispatcher0") + running.stderr_tail("worker1") + f"\n20 s after: {seen_at_20s}"
     report = audit(web)
     assert_complete_and_polite(web, report, allow_duplicates=True)
     assert report_duplicates("worker killed", report) <= UNWRITTEN
