@@ -123,6 +123,14 @@ def preload_fetched(urls: int, hosts: int = 10_000) -> None:
         cur.execute("VACUUM ANALYZE frontier_url")
 
 
+def _measured(postgres: ServiceMeter, call):
+    """call()'s result, wall seconds and PostgreSQL CPU seconds."""
+    postgres.begin()
+    wall = time.monotonic()
+    result = call()
+    return result, time.monotonic() - wall, postgres.elapsed_cpu()
+
+
 def measure_planning(row_by_row: bool = False) -> dict:
     """beat's plan and one release. `row_by_row`: the plan as it was before
     frontier/planning.py (every page read into Python), for comparison."""
@@ -136,20 +144,14 @@ def measure_planning(row_by_row: bool = False) -> dict:
     if row_by_row:
         planning.set_based = lambda: False
     try:
-        postgres.begin()
-        wall = time.monotonic()
-        plan = recrawl.plan_recrawl()
-        plan_wall, plan_pg = time.monotonic() - wall, postgres.elapsed_cpu()
+        plan, plan_wall, plan_pg = _measured(postgres, recrawl.plan_recrawl)
     finally:
         planning.set_based = set_based
     # One full release batch (CRAWLER_RECRAWL_RELEASE_BATCH): a budget that allows it.
     budget = settings.CRAWLER_RECRAWL_BUDGET_PER_DAY
     settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 86400.0 * settings.CRAWLER_RECRAWL_RELEASE_BATCH
     try:
-        postgres.begin()
-        wall = time.monotonic()
-        released = recrawl.release_due()
-        release_wall, release_pg = time.monotonic() - wall, postgres.elapsed_cpu()
+        released, release_wall, release_pg = _measured(postgres, recrawl.release_due)
     finally:
         settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = budget
     return {

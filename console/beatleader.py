@@ -50,6 +50,7 @@ class LeaderScheduler(DatabaseScheduler):
     def __init__(self, *args, **kwargs):
         self.holder = f"{socket.gethostname()[:30]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.leading = False
+        self.told_waiting = False  # said once in its log that another beat leads
         super().__init__(*args, **kwargs)
 
     def tick(self, *args, **kwargs):
@@ -64,6 +65,9 @@ class LeaderScheduler(DatabaseScheduler):
             self._initial_read, self._heap = True, None  # what the previous leader ran, from the database
         elif self.leading and not leading:
             log.warning("beat %s lost the lead: another beat sends the periodic tasks", self.holder)
+        elif not leading and not self.told_waiting:  # a second beat started by mistake: say so
+            log.warning("beat %s waits: another beat sends the periodic tasks", self.holder)
+            self.told_waiting = True
         self.leading = leading
         if not leading:
             return min(self.max_interval, settings.CRAWLER_BEAT_LEASE_SECONDS / 3)

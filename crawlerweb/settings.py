@@ -7,7 +7,6 @@ Every crawler limit is a named `CRAWLER_*` setting with a safe default; README.m
 
 import os
 import secrets
-import time
 from pathlib import Path
 
 import dj_database_url
@@ -118,25 +117,32 @@ def secret_key(value: str, key_file: Path, debug: bool) -> str:
                                "long random one, e.g. python -c 'import secrets; print(secrets.token_urlsafe(50))'")
         return value
     try:
-        key_file.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        stored = ""
-        for _ in range(100):  # another process made it this instant: wait for its write
-            stored = key_file.read_text(encoding="ascii").strip()
-            if stored:
-                break
-            time.sleep(0.01)
-        if weak_secret_key(stored) and not debug:
-            raise SettingError(f"{key_file} holds a weak key: delete it (a new one is made) or set SECRET_KEY") from None
-        return stored
+        if not key_file.exists():
+            _write_once(key_file, secrets.token_urlsafe(50))
+        stored = key_file.read_text(encoding="ascii").strip()
     except OSError as exc:
         raise SettingError(f"no SECRET_KEY set and {key_file} cannot be written ({exc.strerror}): set SECRET_KEY "
                            "or CRAWLER_SECRET_KEY_FILE") from None
-    generated = secrets.token_urlsafe(50)
+    if weak_secret_key(stored) and not debug:
+        raise SettingError(f"{key_file} holds a weak key: delete it (a new one is made) or set SECRET_KEY")
+    return stored
+
+
+def _write_once(path: Path, text: str) -> None:
+    """Make `path` hold `text` (mode 0600) unless another process made it first. The file
+    appears whole or not at all (a hard link of a finished draft), so a process starting at
+    the same instant never reads it half written."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(generated + "\n")
-    return generated
+        handle.write(text + "\n")
+    try:
+        os.link(draft, path)
+    except FileExistsError:
+        pass  # the other process's key is the installation's
+    finally:
+        draft.unlink()
 
 
 SECRET_KEY = secret_key(os.environ.get("SECRET_KEY", ""),

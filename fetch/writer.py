@@ -17,10 +17,11 @@ away nothing is settled and the URLs stay queued, to be fetched again. The hosts
 released either way, but a host whose results could not be stored is released paused, on
 the circuit breaker's ladder (CRAWLER_HOST_PAUSE_SECONDS, doubling with each failure in a
 row, wait reason `store_failed`, a crawl log line of kind `store`): a failure that repeats
-(a row the database refuses with an OperationalError) must not refetch and fail in a loop. What is still waiting when the process dies is lost: those URLs are
-still queued, and the next session (after the lease expires) fetches them again. The
-queue is bounded (CRAWLER_COMMIT_MAX_PENDING_PAGES): when the database falls behind,
-sessions wait for it instead of filling memory.
+(a row the database refuses with an OperationalError) must not refetch and fail in a loop.
+What is still waiting when the process dies is lost: those URLs are still queued, and the
+next session (after the lease expires) fetches them again. The queue is bounded
+(CRAWLER_COMMIT_MAX_PENDING_PAGES): when the database falls behind, sessions wait for it
+instead of filling memory.
 
 After the results of a group, the writer answers the sessions that ran out of URLs
 (MoreUrlsWanted): their hosts' due URLs found now, their own pages' links among them.
@@ -193,7 +194,8 @@ class Writer:
         crawllog.record_request(RequestRecord(
             at=time.time(), kind="store", url=ended.origin, url_id=None, host_id=ended.host_id, origin=ended.origin,
             status=None, error=frontier.STORE_FAILED, outcome=f"paused_{pause:.0f}s", bytes=0, duration=0.0,
-            attempt=failures, retry_after=None, address=ended.update.address, content_type="", worker=ended.worker, lease=ended.token))
+            attempt=failures, retry_after=None, address=ended.update.address, content_type="", worker=ended.worker,
+            lease=ended.token))
         update = dataclasses.replace(ended.update, next_fetch_at=max(ended.update.next_fetch_at, until),
                                      wait_reason=frontier.STORE_FAILED)
         return dataclasses.replace(ended, update=update)

@@ -367,7 +367,7 @@ def sitemap_changes(changes: list[tuple[str, float]], base: str | None = None, n
             when = max(now, fetched_at + soonest)
             if when < due_at:
                 moves.append((url_id, when))
-    for url_id, when in moves:
+    for url_id, when in moves:  # one by one, each still conditional on its state (a few per sitemap read)
         Url.objects.filter(id=url_id, state=UrlState.FETCHED).update(next_fetch_at=when)
     return len(moves)
 

@@ -15,8 +15,9 @@ stopped. A host that has shown one trap is watched more closely: its other patte
 judged after a quarter of those pages (at least SUSPECT_MIN_PAGES), as a trap host tends to
 make several (an endless calendar and ever-deeper relative links, each its own pattern).
 A stopped pattern: its queued URLs are set aside (state `excluded`, outcome
-`trap_pattern`) and no more of its URLs are admitted (rejection `trap_pattern`). An operator resumes a pattern in the admin: its URLs are queued
-again and it is never stopped again.
+`trap_pattern`) and no more of its URLs are admitted (rejection `trap_pattern`). An
+operator resumes a pattern in the admin: its URLs are queued again and it is never stopped
+again.
 
 Mirrors: a host counts as a pattern of its own (the pattern is the bare origin), where a
 page is "new" unless it is a copy (exact or near duplicate) of a page of ANOTHER host. Once
@@ -28,8 +29,8 @@ rejection `mirror_host`): a mirror costs a few fetches, not a crawl. Copies with
 A stop takes effect in the process that made it at once (its fetch threads skip the
 pattern's URLs from their next request), in the others within STOPPED_RECHECK_SECONDS.
 
-Cost: one UPSERT per writer batch for the batch's few patterns; nothing per link but a
-set lookup.
+Cost: one UPSERT per writer batch for the batch's few patterns; per link, while anything is
+stopped, a set lookup of its origin and a hash of its pattern.
 """
 
 import hashlib
@@ -75,26 +76,29 @@ def pattern_key(pattern: str) -> int:
 # --- admission: is the URL's pattern stopped? ------------------------------------------------
 
 _lock = threading.Lock()
-# This process's look at the stopped patterns: (when, their keys, the origins with a trap).
-_stopped: tuple[float, frozenset, frozenset] = (0.0, frozenset(), frozenset())
+# This process's look at what is stopped: (when, the patterns' keys, the origins with a
+# stopped pattern, the origins stopped as mirrors).
+_stopped: tuple[float, frozenset, frozenset, frozenset] = (0.0, frozenset(), frozenset(), frozenset())
 
 
 def stopped(url: NormalUrl) -> str | None:
     """Why the URL is not admitted (its host a mirror, its pattern a trap), or None."""
-    return _reason(url.url, _stopped_keys())
+    _stopped_keys()
+    return _reason(url.url)
 
 
 def url_stopped(url: str) -> str | None:
     """stopped() for a URL in the frontier's form, from this process's last look at the
     stopped patterns (no query: fetch threads call it, and they keep no database
     connection; admission, in the writer, refreshes the look)."""
-    return _reason(url, _stopped[1])
+    return _reason(url)
 
 
-def _reason(url: str, keys: frozenset) -> str | None:
+def _reason(url: str) -> str | None:
+    _, keys, _, mirrors = _stopped
     if not keys:
         return None
-    if pattern_key(origin_of(url)) in keys:
+    if mirrors and origin_of(url) in mirrors:
         return MIRROR_OUTCOME
     return TRAP_OUTCOME if pattern_key(pattern_of(url)) in keys else None
 
@@ -106,13 +110,14 @@ def _stopped_keys() -> frozenset:
     with _lock:
         rows = list(UrlPattern.objects.filter(stopped_at__isnull=False).values_list("key", "pattern"))
         _stopped = (time.monotonic(), frozenset(key for key, _ in rows),
-                    frozenset(origin_of(p) for _, p in rows if not is_host_pattern(p)))
+                    frozenset(origin_of(p) for _, p in rows if not is_host_pattern(p)),
+                    frozenset(p for _, p in rows if is_host_pattern(p)))
     return _stopped[1]
 
 
 def forget_stopped() -> None:
     global _stopped
-    _stopped = (0.0, frozenset(), frozenset())
+    _stopped = (0.0, frozenset(), frozenset(), frozenset())
 
 
 def _note(pattern: str, is_stopped: bool) -> None:
@@ -120,12 +125,14 @@ def _note(pattern: str, is_stopped: bool) -> None:
     global _stopped
     key = pattern_key(pattern)
     with _lock:
-        checked_at, keys, trapped = _stopped
-        if is_stopped:
-            keys, trapped = keys | {key}, trapped if is_host_pattern(pattern) else trapped | {origin_of(pattern)}
+        checked_at, keys, trapped, mirrors = _stopped
+        if not is_stopped:
+            keys, mirrors = keys - {key}, mirrors - {pattern}
+        elif is_host_pattern(pattern):
+            keys, mirrors = keys | {key}, mirrors | {pattern}
         else:
-            keys = keys - {key}
-        _stopped = (checked_at, keys, trapped)
+            keys, trapped = keys | {key}, trapped | {origin_of(pattern)}
+        _stopped = (checked_at, keys, trapped, mirrors)
 
 
 # --- the yield of stored pages ----------------------------------------------------------------

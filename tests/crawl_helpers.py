@@ -206,3 +206,14 @@ def once_fetched(n: int, action):
 
     hook.done = done
     return hook
+
+
+def wait_until(check, timeout: float, what: str):
+    """Poll `check` until it is true (returns it); fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")

@@ -14,7 +14,7 @@ from django_celery_beat.models import IntervalSchedule, PeriodicTask
 from console.beatleader import give_up_lead, hold_lead
 from console.models import BeatLeader
 
-from .crawl_helpers import child_env
+from .crawl_helpers import child_env, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
 QUEUE = "beat-leader-test"  # nobody consumes it: its length counts what beat sent
@@ -30,15 +30,6 @@ def test_the_lead_is_held_renewed_and_taken_over_only_once_expired(settings):
     assert hold_lead("b") and not hold_lead("a")
     give_up_lead("b")  # a clean stop
     assert hold_lead("a")
-
-
-def wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def leader_pid() -> int | None:
@@ -58,25 +49,24 @@ def test_a_second_beat_sends_nothing_until_the_first_dies(tmp_path):
     def beat(name):
         return subprocess.Popen([sys.executable, "-m", "celery", "-A", "crawlerweb", "beat", "--loglevel", "WARNING",
                                  "--pidfile=", "-s", str(tmp_path / f"{name}-schedule")], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"{name}.log", "w"))
 
     first = beat("first")
     second = None
     try:
-        wait_for(lambda: leader_pid() == first.pid, 30, "the first beat to lead")
+        wait_until(lambda: leader_pid() == first.pid, 30, "the first beat to lead")
         second = beat("second")
-        time.sleep(3)  # the second is up and asking
+        wait_until(lambda: "waits: another beat" in (tmp_path / "second.log").read_text(), 30, "the second beat to ask")
         sent, started = broker.llen(QUEUE), time.monotonic()
-        time.sleep(6)
+        time.sleep(6)  # the window the rate is measured over
         one_beat = (broker.llen(QUEUE) - sent) / (time.monotonic() - started)
         assert leader_pid() == first.pid
         assert 0.5 <= one_beat <= 1.5, f"{one_beat:.2f} messages a second for a 1 s task: not one beat's worth"
         first.send_signal(signal.SIGKILL)
         first.wait(timeout=10)
-        wait_for(lambda: leader_pid() == second.pid, 20, "the second beat to take over")
+        wait_until(lambda: leader_pid() == second.pid, 20, "the second beat to take over")
         sent = broker.llen(QUEUE)
-        time.sleep(3)
-        assert broker.llen(QUEUE) - sent >= 2, "the second beat sends once it leads"
+        wait_until(lambda: broker.llen(QUEUE) - sent >= 2, 10, "the second beat to send once it leads")
     finally:
         for proc in (first, second):
             if proc is not None and proc.poll() is None:

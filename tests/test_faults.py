@@ -25,7 +25,9 @@ from django.utils import timezone as django_timezone
 
 from bench.cluster import Cluster
 from bench.cluster import wait_until_done as wait_for_quiet
+from bench.procstat import process_tree
 from frontier import service
+from frontier.models import Host, Url
 
 from .conftest import TEST_WARC_DIR
 from .crawl_helpers import (
@@ -36,6 +38,7 @@ from .crawl_helpers import (
     free_port,
     once_fetched,
     sample_web,
+    wait_until,
 )
 
 pytestmark = [pytest.mark.crawl, pytest.mark.django_db(transaction=True)]
@@ -226,18 +229,16 @@ def test_celery_settings_are_chosen_for_lease_based_recovery():
     assert conf.broker_connection_max_retries is None and conf.worker_send_task_events is True
 
 
-def _tree(pid: int) -> list[int]:
-    """A worker's pid and its pool children's (their engines hold the leases)."""
-    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-    return [pid, *map(int, children)]
+def _holders(pids: list[int]) -> set[str]:
+    """The lease holder ids of the engines of these processes (console/liveness.py)."""
+    from console.models import ProcessHeartbeat
+
+    return set(ProcessHeartbeat.objects.filter(pid__in=pids).exclude(holder="").values_list("holder", flat=True))
 
 
 def _held_by(pids: list[int]) -> dict[int, tuple[str, float]]:
     """Hosts whose leases the engines of these processes run: host id -> (netloc, lease end)."""
-    from console.models import ProcessHeartbeat
-    from frontier.models import Host
-
-    holders = set(ProcessHeartbeat.objects.filter(pid__in=pids).exclude(holder="").values_list("holder", flat=True))
+    holders = _holders(pids)
     return {host_id: (origin.split("://", 1)[1], until.timestamp()) for host_id, origin, until in Host.objects.filter(
         lease_holder__in=holders, leased_until__gt=django_timezone.now()).values_list("id", "origin", "leased_until")}
 
@@ -264,7 +265,7 @@ def test_a_killed_workers_hosts_come_back_when_its_heartbeat_stops_not_when_its_
             held, killed_at = {}, []
 
             def kill():
-                pids = _tree(running.procs["worker0"].pid)
+                pids = process_tree(running.procs["worker0"].pid)  # its pool children hold the leases
                 held.update(_held_by(pids))
                 killed_at.append(time.time())
                 running.procs["worker0"].send_signal(signal.SIGKILL)
@@ -277,7 +278,6 @@ def test_a_killed_workers_hosts_come_back_when_its_heartbeat_stops_not_when_its_
                 if killed_at and not seen_at_20s and time.time() - killed_at[0] > 20:
                     from console import liveness
                     from console.models import ProcessHeartbeat
-                    from frontier.models import Host
 
                     seen_at_20s.append((
                         list(ProcessHeartbeat.objects.values_list("pid", "kind", "holder", "seen_at", "stopped_at")),
@@ -318,12 +318,18 @@ def test_a_frozen_worker_is_taken_for_dead_and_sends_nothing_when_it_wakes(tmp_p
             held, frozen = {}, []
 
             def freeze():
-                pids = _tree(running.procs["worker0"].pid)
+                pids = process_tree(running.procs["worker0"].pid)  # its pool children hold the leases
+                holders = _holders(pids)
                 held.update(_held_by(pids))
+                at_freeze = django_timezone.now()
                 frozen.append(time.time())
                 for pid in pids:
                     os.kill(pid, signal.SIGSTOP)
-                time.sleep(stale + 4)
+                # Frozen until the others have taken its hosts back and fetched one of them
+                # (which needs its heartbeat to go stale first).
+                wait_until(lambda: Url.objects.filter(host_id__in=list(held), last_fetched_at__gt=at_freeze).exists()
+                           and not Host.objects.filter(id__in=list(held), lease_holder__in=holders).exists(), 60,
+                           "the frozen worker's hosts to be fetched by the other")
                 frozen.append(time.time())
                 for pid in pids:
                     os.kill(pid, signal.SIGCONT)
