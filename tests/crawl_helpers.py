@@ -208,7 +208,7 @@ def once_fetched(n: int, action):
     return hook
 
 
-def wait_until(check, timeout: float, what: str):
+def wait_until(check, timeout: float = 15.0, what: str = "the condition"):
     """Poll `check` until it is true (returns it); fail after `timeout` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -5,7 +5,6 @@ word (paused, crawling, waiting, idle, stalled); the names Flower shows; /favico
 
 import http.server
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -21,6 +20,8 @@ from fetch.engine import SessionEngine
 from frontier import service as frontier
 from frontier.models import CrawlLimits, Host, Url
 from frontier.outcomes import FetchReport
+
+from .crawl_helpers import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -129,16 +130,6 @@ def pages():
     yield f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
     server.server_close()
-
-
-def wait_until(check, timeout=15.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.05)
-    raise AssertionError("timed out")
 
 
 def test_it_shows_a_worker_once_a_real_engine_has_run_its_keeper_and_a_stopped_one_as_stopped(settings, pages):
