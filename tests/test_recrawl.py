@@ -290,8 +290,13 @@ def test_a_sitemap_lastmod_after_our_visit_brings_the_next_visit_forward(site, s
     revisit(site.origin + "/sitemap.xml")
     moved = {url for url, due in Url.objects.values_list("url", "next_fetch_at") if due < first_plan[url]}
     assert moved == {site.origin + "/a", site.origin + "/sitemap.xml"}
-    # beat releases it like any due revisit; the visit is the observation the estimator learns from.
+    # The sitemap itself changed, so its own next read may be due a second later (the minimum
+    # interval): on a slow machine it is due by now. When to reread it is the plan's business,
+    # not this test's, so it waits.
+    Url.objects.filter(url=site.origin + "/sitemap.xml").update(next_fetch_at=timezone.now() + timedelta(days=1))
+    # beat releases /a like any due revisit; the visit is the observation the estimator learns from.
     assert frontier.release_due() == 1
+    assert list(Url.objects.filter(state="queued").values_list("url", flat=True)) == [site.origin + "/a"]
     crawl()
     assert {path: len(site.asked(path)) for path in ("/a", "/b", "/c", "/d")} == {"/a": 2, "/b": 1, "/c": 1, "/d": 1}
     assert Url.objects.get(url=site.origin + "/a").last_observation == "unchanged"
@@ -300,7 +305,8 @@ def test_a_sitemap_lastmod_after_our_visit_brings_the_next_visit_forward(site, s
     planned = dict(Url.objects.values_list("url", "next_fetch_at"))
     revisit(site.origin + "/sitemap.xml")
     assert len(site.asked("/sitemap.xml")) == 3
-    assert {url for url, due in Url.objects.values_list("url", "next_fetch_at") if due < planned[url]} == set()
+    assert {url for url, due in Url.objects.exclude(url=site.origin + "/sitemap.xml").values_list("url", "next_fetch_at")
+            if due < planned[url]} == set()
 
 
 def test_beat_tasks_release_due_urls_in_batches_and_plan(site, settings):
