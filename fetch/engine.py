@@ -89,6 +89,11 @@ class SessionEngine:
         self._running = 0  # steps on fetch threads now
         self._serial = itertools.count()
         self._stopping = False
+        # Set once stop() has ended every session and written everything (the keeper runs
+        # until then), and whether all of it was written: only then does the last heartbeat
+        # say "stopped cleanly", which takes this process out of the others' recovery sweep.
+        self._stopped = False
+        self._clean_stop = False
         self._threads: list[threading.Thread] = []
         self._intake_thread: threading.Thread | None = None
         self.writer: Writer | None = None
@@ -128,6 +133,13 @@ class SessionEngine:
         if self.pool is not None:
             self.pool.close()
         instruments.export_stage_times()  # the last writes' share, before a worker process exits
+        with self._lock:
+            # Its hosts are released only when the writer wrote every session's end: until
+            # then the heartbeat keeps naming this process as their holder, so that if it
+            # dies now the others still release them in seconds (fetch/recovery.py).
+            self._clean_stop = (self.writer is None or self.writer.idle) and not self._sessions
+            self._stopped = True
+            self._changed.notify_all()
         for thread in self._threads:
             thread.join(timeout=1.0)
 
@@ -345,7 +357,7 @@ class SessionEngine:
                     # Requests of released sessions plus those of sessions still open.
                     load = dict(sessions=len(self._sessions),
                                 requests=self.stats.requests + sum(s.requests for s in self._sessions.values()))
-                    if self._stopping:
+                    if self._stopped:
                         break
                     sessions = [s for s in self._sessions.values() if not s.ended]
                 close_old_connections()
@@ -360,7 +372,8 @@ class SessionEngine:
                 liveness.beat(kind, self.worker, **load)
                 recovery.sweep()  # never raises
                 instruments.export_stage_times()
-            liveness.beat(kind, self.worker, stopped=True, **load)  # a clean stop, not a death
+            if self._clean_stop:  # every host given back: a clean stop, not a death
+                liveness.beat(kind, self.worker, stopped=True, **load)
         finally:
             connection.close()
 

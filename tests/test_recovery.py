@@ -16,6 +16,8 @@ from fetch.session import End, lease_held
 from frontier import service as frontier
 from frontier.models import Host, ServerAddress
 
+from .crawl_helpers import wait_until
+
 pytestmark = pytest.mark.django_db
 
 
@@ -111,3 +113,27 @@ def test_a_session_stops_sending_before_its_process_could_be_taken_for_dead(age,
     session = types.SimpleNamespace(lost=False, lease_until=1e12, heartbeat_age=lambda: age)
     result = lease_held(session, None)
     assert (result.reason if isinstance(result, End) else None) == ended
+
+
+@pytest.mark.django_db(transaction=True)  # the engine's threads have their own connections
+def test_an_engine_says_it_stopped_cleanly_only_once_every_host_is_given_back():
+    """Its last heartbeat takes its holder out of the others' sweep: written only after the
+    writer gave back every session's host. A stop that could not (the process is dying, the
+    database is away) leaves the holder in place, so the others release what it still held."""
+    from fetch.engine import SessionEngine
+
+    def stopped_row(unreleased):
+        engine = SessionEngine(fetch_threads=1, name=f"worker-{unreleased}").start()
+        wait_until(lambda: ProcessHeartbeat.objects.filter(holder=engine.holder).exists(), 5, "the first heartbeat")
+        if unreleased:  # a session whose host release was never written
+            with engine._lock:
+                engine._sessions[1] = types.SimpleNamespace(ended=True, requests=0, finish=lambda reason: None)
+        engine.stop(timeout=2.0)
+        return engine.holder, ProcessHeartbeat.objects.get(name=engine.worker)
+
+    holder, row = stopped_row(unreleased=False)
+    assert (row.holder, row.stopped_at is not None) == ("", True)
+    holder, row = stopped_row(unreleased=True)
+    assert (row.holder, row.stopped_at) == (holder, None)
+    ProcessHeartbeat.objects.filter(holder=holder).update(seen_at=timezone.now() - timedelta(seconds=5))
+    assert holder in liveness.stale_holders()
