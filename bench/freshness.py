@@ -26,7 +26,8 @@ is a setting in real seconds, so each is given its usual value in simulated time
 by day_seconds / 86400: the revisit bounds (1 hour, 60 days), the exploration interval
 (1 day), the recheck of gone pages (30 days) and the failure back-off ladder (1-8 weeks).
 Beat's work runs often enough for that clock: the plan is solved once a simulated day and due
-revisits are released every min(0.25 s, day/8).  The budget is `--budget-ratio` x pages
+revisits are released every min(0.25 s, day/8), with a plan period's budget (a simulated day)
+carried over at most, as by default (CRAWLER_RECRAWL_CARRY_SECONDS = the plan period).  The budget is `--budget-ratio` x pages
 fetches per simulated day (0.3: each page could be visited once every 3.3 simulated days on
 average), converted to real days for CRAWLER_RECRAWL_BUDGET_PER_DAY.  Politeness is made
 cheap (Crawl-delay and CRAWLER_DEFAULT_DELAY of POLITE_DELAY seconds), so the budget, not
@@ -41,7 +42,9 @@ How to read the table (one row per policy).  freshness: the time-averaged share 
 pages (1 = every stored copy is the live page).  age: the mean time a page's live version
 has differed from the stored one, in simulated days.  fetches/day: page and index requests
 (what the budget pays for; robots.txt not counted) per simulated day in the steady part,
-and that as a share of the budget.  body MB: response bodies of the whole run, sized from
+and that as a share of the budget.  waiting: revisits due and not made yet (released to
+the queue, or held back by the budget), sampled with freshness: a policy that plans more
+than the budget releases makes every visit late.  body MB: response bodies of the whole run, sized from
 the model (the log has no sizes).  304s: all 304 answers.  304 share: of the revisits of a
 page on a validator host whose version had not changed since the previous request, the share
 answered 304.  noise changed: noise-only pages the crawler counted as changed.  gain: the
@@ -70,6 +73,7 @@ import sys
 import time
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import NamedTuple
 
@@ -108,7 +112,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--seed", type=int, default=1, help="the changing web's seed")
     parser.add_argument("--out", default="var/bench-freshness")
+    parser.add_argument("--set", action="append", default=[], metavar="CRAWLER_NAME=VALUE",
+                        help="a crawler setting for every policy (repeatable): to measure one part of the "
+                             "policy alone, e.g. --set CRAWLER_RECRAWL_ON_SCHEDULE=false")
     args = parser.parse_args(argv)
+    extra = {}
+    for item in args.set:
+        name, sep, value = item.partition("=")
+        if not sep or not name.startswith("CRAWLER_"):
+            parser.error(f"--set {item!r}: give CRAWLER_NAME=VALUE")
+        extra[name] = value
+    args.set = extra
     args.policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     unknown = set(args.policies) - set(POLICIES)
     if unknown or not args.policies:
@@ -150,9 +164,10 @@ def crawl_settings(args, policy: str, directory: Path, oracle_file: Path) -> dic
         "CRAWLER_FAILURE_BACKOFF": ",".join(repr(n * week) for n in (1, 2, 4, 8)),
         "CRAWLER_RECRAWL_RELEASE_SECONDS": min(0.25, args.day_seconds / 8),
         "CRAWLER_RECRAWL_PLAN_SECONDS": args.day_seconds,
+        "CRAWLER_RECRAWL_CARRY_SECONDS": args.day_seconds,  # a plan period's budget, as by default
         "CRAWLER_DEFAULT_DELAY": POLITE_DELAY,
     }
-    return {name: str(value) for name, value in values.items()}
+    return {name: str(value) for name, value in values.items()} | args.set
 
 
 def child_env(database: Path, settings: dict[str, str]) -> dict[str, str]:
@@ -193,15 +208,20 @@ def write_oracle_rates(truth: Truth, path: Path) -> None:
 
 # ------------------------------------------------------------------ sampling while it runs
 
-def stored_versions(database: Path) -> dict[str, int | None]:
-    """URL -> version of the stored copy (None when its text carries no single marker)."""
+def stored_versions(database: Path) -> tuple[dict[str, int | None], int]:
+    """URL -> version of the stored copy (None when its text carries no single marker), and
+    the revisits waiting: released to the queue, or due and not released yet (the budget,
+    the release period)."""
     with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=10)) as db:
         rows = db.execute("SELECT address, body FROM indexer_document").fetchall()
+        now = datetime.now(timezone.utc).replace(tzinfo=None).isoformat(sep=" ")
+        waiting = db.execute("SELECT count(*) FROM frontier_url WHERE observed_at IS NOT NULL AND (state = 'queued'"
+                             " OR (state = 'fetched' AND next_fetch_at <= ?))", [now]).fetchone()[0]
     versions = {}
     for address, body in rows:
         found = version_in_text(textstore.from_database(body))  # SQLite keeps it compressed
         versions[address] = None if found is None else found[2]
-    return versions
+    return versions, waiting
 
 
 @dataclass
@@ -215,13 +235,15 @@ class Samples:
     age_days: float = 0.0
     fresh_by_url: Counter = field(default_factory=Counter)
     series: list = field(default_factory=list)    # (simulated days since the start, freshness)
+    waiting: list = field(default_factory=list)   # steady samples of the revisits waiting (stored_versions)
 
-    def add(self, truth: Truth, stored: dict, wall_time: float, steady: bool) -> None:
+    def add(self, truth: Truth, stored: dict, wall_time: float, steady: bool, waiting: int = 0) -> None:
         fresh = truth.freshness(stored, wall_time)
         self.series.append((round((wall_time - self.started) / truth.config.day_seconds, 3), round(fresh, 4)))
         if not steady:
             return
         self.count += 1
+        self.waiting.append(waiting)
         self.last_at = wall_time
         self.freshness += fresh
         self.age_days += truth.age(stored, wall_time) / truth.config.day_seconds
@@ -250,9 +272,9 @@ def sample_until(proc: subprocess.Popen, truth: Truth, database: Path, window: t
     next_at = time.time()
     while time.time() < window[1] and proc.poll() is None:
         time.sleep(max(0.0, next_at - time.time()))
-        stored = stored_versions(database)
+        stored, waiting = stored_versions(database)
         now = time.time()
-        samples.add(truth, stored, now, window[0] <= now <= window[1])
+        samples.add(truth, stored, now, window[0] <= now <= window[1], waiting)
         # The next tick on the grid still ahead: a slow sample skips ticks rather than bunching them.
         next_at += tick * max(1, math.ceil((time.time() - next_at) / tick))
     return samples
@@ -422,6 +444,9 @@ def run_policy(policy: str, args, out: Path, template: Path) -> dict:
         "freshness": samples.freshness / samples.count if samples.count else None,
         "age_days": samples.age_days / samples.count if samples.count else None,
         "samples": samples.count,
+        # revisits due and not made yet, in the steady window: mean, and as days of budget
+        "waiting_mean": statistics.mean(samples.waiting) if samples.waiting else None,
+        "waiting_max": max(samples.waiting, default=None),
         **traffic(requests, truth, window),
         **crawler_view(rows, truth),
         "by_rate_class": by_rate_class(requests, truth, samples, window, rows),
@@ -467,12 +492,13 @@ def _fmt(value, spec: str) -> str:
 
 
 def table(results: dict[str, dict]) -> str:
-    lines = ["| policy | freshness | age (days) | fetches/day | of budget | body MB | 304s | 304 share of unchanged"
-             " | noise changed | gain over uniform | of oracle's gain |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| policy | freshness | age (days) | fetches/day | of budget | waiting (mean, max) | body MB | 304s"
+             " | 304 share of unchanged | noise changed | gain over uniform | of oracle's gain |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in results.values():
         lines.append(f"| {r['policy']} | {_fmt(r['freshness'], '.3f')} | {_fmt(r['age_days'], '.2f')}"
-                     f" | {r['fetches_per_day']:.1f} | {r['budget_used']:.0%} | {r['body_bytes'] / 1e6:.1f}"
+                     f" | {r['fetches_per_day']:.1f} | {r['budget_used']:.0%}"
+                     f" | {_fmt(r['waiting_mean'], '.0f')}, {_fmt(r['waiting_max'], 'd')} | {r['body_bytes'] / 1e6:.1f}"
                      f" | {r['not_modified']}"
                      f" | {_fmt(r['unchanged_304_share'], '.1%')} | {r['noise_counted_changed']}"
                      f" | {_fmt(r['gain_over_uniform'], '+.3f')} | {_fmt(r['share_of_oracle_gain'], '.0%')} |")
@@ -505,7 +531,8 @@ def preamble(args) -> str:
             f"simulated day, {polite / budget:.0f}x the budget: politeness does not limit freshness.\n"
             f"Averages over the steady window: simulated days {WARMUP_SHARE * args.days:g} to {args.days:g} "
             f"(the first {WARMUP_SHARE:.0%}, the initial crawl, left out). Fetches: GETs of pages and index "
-            f"pages, not robots.txt.")
+            f"pages, not robots.txt."
+            + "".join(f"\nSet: {name}={value}" for name, value in args.set.items()))
 
 
 def main(argv=None) -> int:

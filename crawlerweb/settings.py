@@ -630,6 +630,20 @@ CRAWLER_RECRAWL_MAX_INTERVAL = envfloat("CRAWLER_RECRAWL_MAX_INTERVAL", 60 * 864
 CRAWLER_RECRAWL_EXPLORE_VISITS = envint("CRAWLER_RECRAWL_EXPLORE_VISITS", 3)
 CRAWLER_RECRAWL_EXPLORE_INTERVAL = envfloat("CRAWLER_RECRAWL_EXPLORE_INTERVAL", 86400.0, minimum=0.001)
 CRAWLER_RECRAWL_EXPLORE_SHARE = envfloat("CRAWLER_RECRAWL_EXPLORE_SHARE", 0.5)
+# A page that changed at every visit so far gets up to this many more exploring visits, each
+# at half the last interval (down to CRAWLER_RECRAWL_MIN_INTERVAL): "changed every time"
+# only says it changes faster than we looked. 0: no extra visits.
+CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = envint("CRAWLER_RECRAWL_EXPLORE_FAST_VISITS", 3, minimum=0)
+# The change-rate estimate's memory: an observation this many visits old counts half as much
+# as the latest, so a page that changes its habits is judged by its recent ones. 0: never forget.
+CRAWLER_RECRAWL_MEMORY_VISITS = envfloat("CRAWLER_RECRAWL_MEMORY_VISITS", 20.0, minimum=0.0)
+# A revisit that came late (release period, queue, session) schedules the next one from when
+# it was due, making up a lag of up to half the interval: lags do not stretch every interval.
+CRAWLER_RECRAWL_ON_SCHEDULE = envbool("CRAWLER_RECRAWL_ON_SCHEDULE", True)
+# Budget a quiet moment leaves unspent is carried over, up to this many seconds' worth of it
+# (the release task's token bucket; never less than two release periods): revisits that
+# fall due in a bunch go out together instead of waiting, and each one making the next late.
+CRAWLER_RECRAWL_CARRY_SECONDS = envfloat("CRAWLER_RECRAWL_CARRY_SECONDS", 600.0, minimum=0.0)
 # Importance: a URL's freshness counts CRAWLER_RECRAWL_PRIORITY_WEIGHT per link of depth's
 # worth of its score (frontier/importance.py: priority / |CRAWLER_SCORE_DEPTH|): 1.5 makes a
 # page worth 1.5 times a page one link deeper, a home page (+40) five times one beside it.
@@ -649,6 +663,10 @@ CRAWLER_RECRAWL_PLAN_SECONDS = envfloat("CRAWLER_RECRAWL_PLAN_SECONDS", 600.0, m
 # A revisit whose text moved by at most this many bits of its 64-bit SimHash is noise (a
 # rotating ad, a changed word in a footer), not a change (indexer/fingerprint.py).
 CRAWLER_CHANGE_SIMHASH_THRESHOLD = envint("CRAWLER_CHANGE_SIMHASH_THRESHOLD", 4, maximum=64)
+# A revisit whose text lost and gained at most this many words in all (counted against the
+# stored copy's words) is noise too, whatever its SimHash distance: a rotating one-word
+# sponsor line loses one word and gains one. 0: the distance alone decides.
+CRAWLER_CHANGE_NOISE_WORDS = envint("CRAWLER_CHANGE_NOISE_WORDS", 4, minimum=0)
 # Once the short retries are spent, a failing URL is tried again after each of these
 # many seconds in turn (1, 2, 4, 8 weeks), then dead-lettered. Empty: dead-letter at once.
 CRAWLER_FAILURE_BACKOFF = envfloatlist("CRAWLER_FAILURE_BACKOFF", "604800,1209600,2419200,4838400")

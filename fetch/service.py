@@ -179,8 +179,8 @@ def fetch_one(results: Results, queued: frontier.QueuedUrl, via: http.HostConnec
             results.reports.append((FetchReport(url_id, status=status, detail=analysis.failed), attempts))
         elif observation in (Observation.UNCHANGED, Observation.NOISE):  # the stored copy stands
             results.reports.append((FetchReport(url_id, status=status, detail=observation,
-                                                content_hash=page.content_hash, started_at=result.started_at,
-                                                **_observed(result, observation)), attempts))
+                                                content_hash=page.content_hash, **_observed(result, observation)),
+                                    attempts))
         else:
             page.archived = archived
             results.pages.append((page, queued, Visit(observation, *_validators(result), result.started_at)))
@@ -222,7 +222,29 @@ def _validators(result: http.FetchResult) -> tuple[str, str]:
 
 def _observed(result: http.FetchResult, observation: str) -> dict:
     etag, last_modified = _validators(result)
-    return {"observation": observation, "etag": etag, "last_modified": last_modified}
+    return {"observation": observation, "etag": etag, "last_modified": last_modified, "started_at": result.started_at}
+
+
+def _settle_small_changes(results: Results) -> None:
+    """Revisits whose text moved past the SimHash threshold but by only a few words against
+    the stored copy (CRAWLER_CHANGE_NOISE_WORDS: a rotated sponsor word) are noise after
+    all: the stored copy, its index entry and its links stand, as for noise seen by the
+    distance (fetch_one), and the estimator is told "noise", not "changed"."""
+    revisits = [page for page, queued, visit in results.pages
+                if visit.observation == Observation.CHANGED and queued.text_hash and queued.kind == UrlKind.PAGE]
+    small = indexer.small_changes(revisits) if revisits else set()
+    if not small:
+        return
+    kept = []
+    for page, queued, visit in results.pages:
+        if page.url_id not in small:
+            kept.append((page, queued, visit))
+            continue
+        results.reports.append((FetchReport(page.url_id, status=page.status, detail=Observation.NOISE,
+                                            content_hash=page.content_hash, observation=Observation.NOISE,
+                                            etag=visit.etag, last_modified=visit.last_modified,
+                                            started_at=visit.started_at), queued.attempts))
+    results.pages[:] = kept
 
 
 def store(results: Results) -> None:
@@ -236,6 +258,7 @@ def store(results: Results) -> None:
     admitted, are simply known. (Recording first would lose the links of pages already
     marked fetched.)
     """
+    _settle_small_changes(results)
     reports = list(results.reports)
     for redirect in results.redirects:
         outcome = _follow_redirect(redirect.target)

@@ -28,6 +28,9 @@ seconds, rates (λ) and visit frequencies (f) per second, budgets in fetches per
    intervals as a histogram of half-octave buckets of their length, each bucket keeping (count,
    sum of seconds); (*) uses the bucket mean for each of its intervals, exact when they are equal
    (regular revisits), and a close approximation otherwise (lengths within a factor √2).
+   Older evidence fades (faded(): every count and sum times 2^(-1/h) before each new
+   observation, h visits a half-life), so that a page that changes its habits is judged by
+   its recent visits; the counts are then fractions, and (*) holds for them unchanged.
 
 2. How often should it be visited
    J. Cho, H. Garcia-Molina, "Effective page refresh policies for Web crawlers", ACM TODS 28(4),
@@ -68,17 +71,19 @@ LONGEST_INTERVAL = 2.0 ** 40
 
 @dataclass(frozen=True)
 class ChangeStats:
-    """A bounded summary of every revisit of one URL."""
+    """A bounded summary of every revisit of one URL. The counts are whole numbers until
+    older evidence fades (faded()): then each observation counts for less than one."""
 
-    visits: int = 0  # observations (revisits with a usable interval)
-    changes: int = 0  # observations that saw a change (with or without Last-Modified)
+    visits: float = 0  # observations (revisits with a usable interval)
+    changes: float = 0  # observations that saw a change (with or without Last-Modified)
     unchanged_seconds: float = 0.0  # sum of the intervals that saw no change
     # Intervals that saw a change without a usable Last-Modified: (bucket, count, sum of
     # seconds), sorted by bucket, at most BUCKETS entries.
-    changed: tuple[tuple[int, int, float], ...] = ()
-    lm_changes: int = 0  # observations that saw a change and a usable Last-Modified
+    changed: tuple[tuple[int, float, float], ...] = ()
+    lm_changes: float = 0  # observations that saw a change and a usable Last-Modified
     lm_seconds: float = 0.0  # sum of their τ (seconds from Last-Modified to the visit)
     observed_seconds: float = 0.0  # sum of all intervals (for the bias-reduction term)
+    watched_seconds: float = 0.0  # sum of all intervals, never faded: how long the page has been watched
 
 
 def _bucket(seconds: float) -> int:
@@ -98,7 +103,8 @@ def observe(stats: ChangeStats, interval_seconds: float, changed: bool,
     if not (t > 0.0 and math.isfinite(t)):
         return stats
     t = min(t, LONGEST_INTERVAL)
-    seen = dict(visits=stats.visits + 1, observed_seconds=stats.observed_seconds + t)
+    seen = dict(visits=stats.visits + 1, observed_seconds=stats.observed_seconds + t,
+                watched_seconds=max(stats.watched_seconds, stats.observed_seconds) + t)
     if not changed:
         return replace(stats, unchanged_seconds=stats.unchanged_seconds + t, **seen)
     tau = since_last_modified
@@ -110,6 +116,27 @@ def observe(stats: ChangeStats, interval_seconds: float, changed: bool,
     histogram[_bucket(t)] = (count + 1, seconds + t)
     buckets = tuple((bucket, count, seconds) for bucket, (count, seconds) in sorted(histogram.items()))
     return replace(stats, changes=stats.changes + 1, changed=buckets, **seen)
+
+
+# A histogram bucket whose count has faded below this is dropped (its evidence is gone).
+_FADED_OUT = 1e-6
+
+
+def faded(stats: ChangeStats, half_life_visits: float) -> ChangeStats:
+    """`stats` with every observation so far counting for 2^(-1/half_life_visits) of what it
+    did: an observation `half_life_visits` visits old counts half, so a page that changes
+    its habits is judged by its recent ones (the estimate's memory is about 1.44 x the half
+    life in visits). 0 or less: nothing fades."""
+    if half_life_visits <= 0 or stats.visits == 0:
+        return stats
+    keep = 0.5 ** (1.0 / half_life_visits)
+    changed = tuple((bucket, count * keep, seconds * keep) for bucket, count, seconds in stats.changed
+                    if count * keep >= _FADED_OUT)
+    lm_changes = stats.lm_changes * keep
+    return ChangeStats(visits=stats.visits * keep, changes=sum(count for _, count, _ in changed) + lm_changes,
+                       unchanged_seconds=stats.unchanged_seconds * keep, changed=changed, lm_changes=lm_changes,
+                       lm_seconds=stats.lm_seconds * keep, observed_seconds=stats.observed_seconds * keep,
+                       watched_seconds=max(stats.watched_seconds, stats.observed_seconds))
 
 
 def _changed_term(seconds: float, rate: float) -> float:
@@ -150,8 +177,8 @@ def estimate(stats: ChangeStats) -> float:
 # Serialization: compact JSON, short keys, 8 significant digits (the estimate does not need
 # more). At most BUCKETS histogram entries of ~30 characters: under 2 KB for any realistic
 # count (below 10^8 visits).
-_FIELDS = (("n", "visits", int), ("x", "changes", int), ("u", "unchanged_seconds", float),
-           ("k", "lm_changes", int), ("s", "lm_seconds", float), ("t", "observed_seconds", float))
+_FIELDS = (("n", "visits", "count"), ("x", "changes", "count"), ("u", "unchanged_seconds", float),
+           ("k", "lm_changes", "count"), ("s", "lm_seconds", float), ("t", "observed_seconds", float))
 
 
 def _number(value: float) -> str:
@@ -163,8 +190,8 @@ def to_text(stats: ChangeStats) -> str:
     if stats.visits == 0:
         return ""
     fields = ",".join(f'"{key}":{_number(getattr(stats, name))}' for key, name, _ in _FIELDS)
-    buckets = ",".join(f"[{bucket},{count},{_number(seconds)}]" for bucket, count, seconds in stats.changed)
-    return f'{{{fields},"h":[{buckets}]}}'
+    buckets = ",".join(f"[{bucket},{_number(count)},{_number(seconds)}]" for bucket, count, seconds in stats.changed)
+    return f'{{{fields},"a":{_number(stats.watched_seconds)},"h":[{buckets}]}}'
 
 
 def _no_constant(name: str):
@@ -179,6 +206,8 @@ def _checked(value, kind):
         if not isinstance(value, int):
             raise ValueError(value)
         return value
+    if kind == "count":  # whole until faded
+        return value if isinstance(value, int) else float(value)
     return float(value)
 
 
@@ -192,14 +221,18 @@ def from_text(text: str) -> ChangeStats:
         values = {name: _checked(document[key], kind) for key, name, kind in _FIELDS}
         buckets = []
         for bucket, count, seconds in document["h"]:
-            buckets.append((_checked(bucket, int), _checked(count, int), _checked(seconds, float)))
+            buckets.append((_checked(bucket, int), _checked(count, "count"), _checked(seconds, float)))
         buckets.sort()
-        if (any(bucket >= BUCKETS or count == 0 for bucket, count, _ in buckets)
+        changes = sum(count for _, count, _ in buckets) + values["lm_changes"]
+        slack = 1e-6 * max(1.0, changes)  # faded counts are stored to 8 significant digits
+        if (any(bucket >= BUCKETS or count <= 0 for bucket, count, _ in buckets)
                 or len({bucket for bucket, _, _ in buckets}) != len(buckets)
-                or values["changes"] != sum(count for _, count, _ in buckets) + values["lm_changes"]
-                or values["visits"] < values["changes"]):
+                or abs(values["changes"] - changes) > slack
+                or values["visits"] < values["changes"] - slack):
             raise ValueError("inconsistent")
-        return ChangeStats(changed=tuple(buckets), **values)
+        # "a" came later: a summary without it has been watched for what it observed.
+        watched = _checked(document.get("a", values["observed_seconds"]), float)
+        return ChangeStats(changed=tuple(buckets), watched_seconds=max(watched, values["observed_seconds"]), **values)
     except Exception:  # anything at all wrong with stored text means: no knowledge
         return ChangeStats()
 

@@ -5,7 +5,7 @@ its transitions, conditional on the URL still being queued, so a result that arr
 another worker's is ignored.
 """
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from typing import Iterable, NamedTuple
 
@@ -149,9 +149,18 @@ def _apply(row: dict, report: FetchReport, t, now: datetime) -> None:
         if report.status != 304 or report.etag or report.last_modified:
             row.update(etag=report.etag, last_modified=report.last_modified)
         observation = report.observation or Observation.FIRST
-        row.update(recrawl.after_visit(before, observation, report.last_modified, now))
+        row.update(recrawl.after_visit(before, observation, report.last_modified, _answered_at(report, now)))
     elif t.state in recrawl.RECHECKED:
         row["next_fetch_at"] = recrawl.recheck_at(now)
+
+
+def _answered_at(report: FetchReport, now: datetime) -> datetime:
+    """When the response began (the fetching process's clock), not after now and not more
+    than CRAWLER_LEASE_SECONDS before it (a clock that is off says nothing); else now."""
+    if not report.started_at:
+        return now
+    answered = datetime.fromtimestamp(report.started_at, dt_timezone.utc)
+    return min(now, max(answered, now - timedelta(seconds=settings.CRAWLER_LEASE_SECONDS)))
 
 
 def requeue_dead_letters(dead_letter_ids: Iterable[int]) -> int:

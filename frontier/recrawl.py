@@ -4,12 +4,15 @@ the most freshness, and beat moves due URLs back into the fetch queue.
 
     a visit is recorded      records.py calls after_visit(): the observation (304, same
                              text, noise, changed) updates the URL's bounded summary
-                             (changerate.py), its rate is estimated again, and its next
-                             visit is planned: next_fetch_at = now + interval
+                             (changerate.py, older visits fading), its rate is estimated
+                             again, and its next visit is planned: next_fetch_at = the
+                             response's time + interval - how late this visit came (up
+                             to half the interval)
     beat: plan_recrawl       solves the budget's price from every estimate (a few numbers
                              kept in RecrawlPlan): what one more visit must buy to be worth it
     beat: release_due        moves URLs whose visit is due back to "queued", oldest first,
-                             at most the budget's worth since the last run, in one batch;
+                             at most the budget's worth since the last run (unspent budget
+                             carried over, within a bound), in one batch;
                              the dispatcher keeps reading queued URLs only
 
 The interval of a URL, by CRAWLER_RECRAWL_POLICY:
@@ -56,7 +59,7 @@ RELEASED_STATES = (*REVISITED, *RECHECKED, UrlState.BACKOFF)
 
 # What after_visit() needs of the URL row as it was before the visit.
 ROW_FIELDS = ("id", "url", "priority", "last_status", "observed_at", "change_stats", "observations",
-              "last_change_at", "recrawl_interval")
+              "last_change_at", "recrawl_interval", "next_fetch_at")
 
 
 @dataclass(frozen=True)
@@ -72,29 +75,66 @@ class Before:
     observations: int
     last_change_at: datetime | None
     recrawl_interval: float | None
+    next_fetch_at: datetime | None = None  # when this visit was due
 
 
 def after_visit(before: Before, observation: str, last_modified: str, now: datetime) -> dict:
-    """The URL's new change-rate fields and next visit, given what this visit saw."""
+    """The URL's new change-rate fields and next visit, given what this visit saw; `now` is
+    when the response came (not when it was recorded: the interval between two visits is
+    the interval between their responses)."""
     stats = changerate.from_text(before.change_stats)
     observations = before.observations
     observation = Observation(observation)
+    seen = None  # seconds since the previous observation, when this visit is one
     if observation.comparable and before.observed_at is not None:
-        interval = (now - before.observed_at).total_seconds()
-        if interval > 0:
-            stats = changerate.observe(stats, interval, observation.saw_change,
-                                       _since_last_modified(last_modified, now, interval))
+        seen = (now - before.observed_at).total_seconds()
+        if seen > 0:
+            stats = changerate.observe(changerate.faded(stats, settings.CRAWLER_RECRAWL_MEMORY_VISITS), seen,
+                                       observation.saw_change, _since_last_modified(last_modified, now, seen))
             observations += 1
     rate = scheduling_rate(stats)
     interval = plan_interval(before, rate, observations, observation.saw_change, now)
+    if seen and _changed_every_time(stats, observations):
+        interval = min(interval, max(_bounds()[0], seen / FAST_EXPLORE_DIVISOR))
     fields = {
         "change_stats": changerate.to_text(stats), "change_rate": rate * DAY, "observations": observations,
         "last_observation": str(observation), "observed_at": now, "recrawl_interval": interval,
-        "next_fetch_at": now + timedelta(seconds=interval),
+        "next_fetch_at": now + timedelta(seconds=interval - _late_by(before, now, interval, seen)),
     }
     if observation.saw_change:
         fields["last_change_at"] = now
     return fields
+
+
+def _late_by(before: Before, now: datetime, interval: float, seen: float | None) -> float:
+    """Seconds this revisit came after it was due (release period, queue, session), up to
+    half the next interval: the next one counts from when this one was due, so that the
+    lag does not stretch every interval and leave the budget unspent
+    (CRAWLER_RECRAWL_ON_SCHEDULE)."""
+    if not (settings.CRAWLER_RECRAWL_ON_SCHEDULE and seen and before.next_fetch_at is not None):
+        return 0.0
+    return min(max(0.0, (now - before.next_fetch_at).total_seconds()), interval / 2)
+
+
+# A page that changed at every visit is looked at next after this fraction of the interval
+# that just saw it change: three more visits reach from a week down to a few hours.
+FAST_EXPLORE_DIVISOR = 4.0
+
+
+def _changed_every_time(stats: changerate.ChangeStats, observations: int) -> bool:
+    """A page that changed at every one of its visits so far, within its extra exploring
+    visits (CRAWLER_RECRAWL_EXPLORE_FAST_VISITS), planned by the optimal policy: the next
+    look comes sooner (FAST_EXPLORE_DIVISOR). "Changed at every visit" says only that the
+    page changes faster than we looked; without a look at a shorter interval, a page
+    changing every hour and one changing twice a day look alike (the estimate takes the
+    first for the second, and the plan chases a page no budget keeps fresh)."""
+    explored, extra = settings.CRAWLER_RECRAWL_EXPLORE_VISITS, settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS
+    return (settings.CRAWLER_RECRAWL_POLICY == "optimal" and extra > 0 and _all_changed(stats)
+            and explored <= observations <= explored + extra)
+
+
+def _all_changed(stats: changerate.ChangeStats) -> bool:
+    return stats.visits > 0 and stats.changes >= stats.visits * (1 - 1e-6)  # faded counts are rounded
 
 
 def scheduling_rate(stats: changerate.ChangeStats) -> float:
@@ -104,9 +144,22 @@ def scheduling_rate(stats: changerate.ChangeStats) -> float:
     that changes monthly never changes, and it must not wait CRAWLER_RECRAWL_MAX_INTERVAL
     for the next look. The longer it is watched, the lower this floor."""
     rate = changerate.estimate(stats)
-    if stats.observed_seconds > 0:
-        rate = max(rate, 0.5 / stats.observed_seconds)
+    if stats.watched_seconds > 0:  # the whole time watched: the floor keeps falling though evidence fades
+        rate = max(rate, 0.5 / stats.watched_seconds)
+    if stats.changed and stats.lm_changes == 0 and _all_changed(stats):
+        rate = max(rate, changed_every_time_rate(stats))
     return rate
+
+
+def changed_every_time_rate(stats: changerate.ChangeStats) -> float:
+    """A page that changed at every visit changes at least as fast as its shortest intervals
+    alone say: Cho's bias-reduced estimate for c changes in c visits at interval t,
+    log(2c + 1) / t. The estimate from every visit says less: its bias term is half the
+    MEAN interval, so long intervals (which a page no budget keeps fresh ends up with)
+    drag it down, and a page changing every hour would look like one changing twice a day
+    and be chased for nothing."""
+    _, count, seconds = stats.changed[0]  # buckets are sorted by length: the shortest
+    return math.log(2 * count + 1) / (seconds / count)
 
 
 def recheck_at(now: datetime) -> datetime:
@@ -305,14 +358,19 @@ def _reschedule(now: datetime) -> int:
 
 def release_due(now: datetime | None = None, limit: int | None = None) -> int:
     """Move URLs whose next visit is due back into the fetch queue, most overdue first, at
-    most the budget's worth of revisits since the last release (a token bucket holding at
-    most two release periods' worth) and at most `limit` (CRAWLER_RECRAWL_RELEASE_BATCH).
-    Returns how many were released. Safe to run from several places at once: the plan
-    row is locked while the account is settled."""
+    most the budget's worth of revisits since the last release and at most `limit`
+    (CRAWLER_RECRAWL_RELEASE_BATCH). Returns how many were released. Safe to run from
+    several places at once: the plan row is locked while the account is settled.
+
+    The account is a token bucket: budget a quiet moment leaves unspent is carried over,
+    up to CRAWLER_RECRAWL_CARRY_SECONDS of budget (at least two release periods). The plan
+    spends the whole budget on average, so visits fall due unevenly around it; a bucket
+    of a few release periods would hold back every bunch of them, and a revisit held back
+    makes all later ones late too (most overdue first)."""
     now = now or timezone.now()
     limit = settings.CRAWLER_RECRAWL_RELEASE_BATCH if limit is None else limit
     budget = _budget()
-    cap = budget * max(2 * settings.CRAWLER_RECRAWL_RELEASE_SECONDS, 1.0)
+    cap = budget * max(settings.CRAWLER_RECRAWL_CARRY_SECONDS, 2 * settings.CRAWLER_RECRAWL_RELEASE_SECONDS, 1.0)
     with transaction.atomic():
         RecrawlPlan.objects.get_or_create(pk=1)
         plan = RecrawlPlan.objects.select_for_update().get(pk=1)

@@ -94,10 +94,18 @@ page that only rotates an ad looks changed on a quarter of the visits (and would
 revisited more); with 5 or 6 most sentence edits go unseen. A caller that compares with the
 fingerprint of the copy it last STORED (not the last one seen) lets small edits add up
 across visits until they cross the threshold, so its copy never drifts far behind.
+
+The distance is an estimate, and a one-word rotation on a short page now and then lands
+past any threshold (8 bits in the table above). words_moved() sees what the text lost and
+gained (normalized words, counted with their repeats, per field) when the stored copy's
+text is at hand: the writer asks it for the revisits the distance called changed
+(indexer.service.small_changes, CRAWLER_CHANGE_NOISE_WORDS), so that a rotated sponsor
+word (2 words moved) stays noise whatever its distance.
 """
 
 import hashlib
 import re
+from collections import Counter
 from itertools import chain
 from typing import NamedTuple
 
@@ -105,7 +113,7 @@ from crawlerweb import stagetime
 
 __all__ = [
     "CHANGED", "DEFAULT_THRESHOLD", "FIRST", "NOISE", "UNCHANGED", "Fingerprint", "compare",
-    "fingerprint", "hamming", "normalized", "simhash64", "text_hash",
+    "fingerprint", "hamming", "normalized", "simhash64", "text_hash", "words_moved",
 ]
 
 # What compare() observed (plain strings; callers map them onto their own types).
@@ -286,6 +294,29 @@ def simhash64(normalized_text: str) -> int:
 def hamming(a: int, b: int) -> int:
     """Bits in which two 64-bit SimHashes differ (signed or unsigned)."""
     return ((a ^ b) & _MASK64).bit_count()
+
+
+def words_moved(old: tuple[str, str, str], new: tuple[str, str, str], most: int) -> int:
+    """Words the new text (title, headings, text) lost plus the words it gained against the
+    old, normalized as above and counted with their repeats, field by field (a word moving
+    from the text into the title counts twice); past `most` the count stops at most + 1.
+    What a change test sees that a distance cannot: a rotating one-word sponsor line moves
+    2 words whatever the page's length, and a replaced paragraph of a long page moves
+    dozens though its SimHash may barely move."""
+    fields = list(zip(_field_words(*old), _field_words(*new)))
+    moved = sum(abs(len(before) - len(after)) for before, after in fields)  # a lower bound, cheap
+    if moved > most:
+        return most + 1
+    for before, after in fields:
+        if before == after:
+            continue
+        lost, gained = Counter(before), Counter(after)
+        lost.subtract(gained)
+        moved_here = sum(abs(n) for n in lost.values())
+        moved += moved_here - abs(len(before) - len(after))  # the length difference is counted already
+        if moved > most:
+            return most + 1
+    return moved
 
 
 # --- the whole thing -----------------------------------------------------------------------

@@ -24,7 +24,7 @@ from frontier.vocabulary import Observation, PageDetail
 
 from . import bulk, linksources, neardup, textstore
 from .backends import SearchResults, get_search_backend
-from .fingerprint import Fingerprint, compare, fingerprint
+from .fingerprint import Fingerprint, compare, fingerprint, words_moved
 from .linksources import LinkSource
 from .models import Document
 from .parse import ParsedPage, header_directives, parse_html
@@ -167,6 +167,24 @@ def compare_text(old_hash: str, old_simhash: int | None, new: Fingerprint | None
     if new is None:
         return Observation.FIRST
     return Observation(compare(old_hash, old_simhash, new, settings.CRAWLER_CHANGE_SIMHASH_THRESHOLD)[0])
+
+
+def small_changes(pages: list[PreparedPage]) -> set[int]:
+    """Of these revisited pages (their text hash differs from the stored copy's), the url ids
+    whose text lost and gained at most CRAWLER_CHANGE_NOISE_WORDS words against the stored
+    copy: noise, though their SimHash moved past the threshold. One query for the batch."""
+    most = settings.CRAWLER_CHANGE_NOISE_WORDS
+    pages = {page.url_id: page for page in pages if page.parsed is not None}
+    if most <= 0 or not pages:
+        return set()
+    small = set()
+    for url_id, title, headings, body in Document.objects.filter(url_id__in=list(pages)).values_list(
+            "url_id", "title", "headings", "body"):
+        new = pages[url_id].parsed
+        if words_moved((title, headings, textstore.from_database(body)), (new.title, new.headings, new.text),
+                       most) <= most:
+            small.add(url_id)
+    return small
 
 
 @stagetime.timed("documents")

@@ -13,6 +13,7 @@ from frontier.changerate import (
     Plan,
     adaptive_interval,
     estimate,
+    faded,
     freshness,
     from_text,
     interval_for,
@@ -236,7 +237,7 @@ def test_the_worst_case_text_is_under_2kb():
     '{"n":2,"x":1,"u":0,"k":0,"s":0,"t":5,"h":[[3,2,5]]}',  # changes do not add up
     '{"n":-1,"x":0,"u":0,"k":0,"s":0,"t":5,"h":[]}',
     '{"n":true,"x":0,"u":0,"k":0,"s":0,"t":5,"h":[]}',
-    '{"n":1.5,"x":0,"u":0,"k":0,"s":0,"t":5,"h":[]}',
+    '{"n":0.5,"x":1.5,"u":0,"k":0,"s":0,"t":5,"h":[[3,1.5,5]]}',  # faded, but more changes than visits
     '{"n":1,"x":0,"u":"5","k":0,"s":0,"t":5,"h":[]}',
     '{"n":1,"x":0,"u":0,"k":0,"s":0,"t":5,"h":[[1,2]]}',
     "[" * 100000,
@@ -247,7 +248,58 @@ def test_malformed_text_is_empty_stats(text):
 
 def test_valid_text_is_read():
     stats = from_text('{"n":3,"x":2,"u":86400,"k":1,"s":60,"t":259200,"h":[[32,1,86400]]}')
-    assert stats == ChangeStats(3, 2, 86400.0, ((32, 1, 86400.0),), 1, 60.0, 259200.0)
+    assert stats == ChangeStats(3, 2, 86400.0, ((32, 1, 86400.0),), 1, 60.0, 259200.0, 259200.0)
+
+
+def test_faded_stats_survive_their_text():
+    stats = ChangeStats()
+    for day in range(30):
+        stats = observe(faded(stats, 20.0), DAY, changed=day % 3 == 0, since_last_modified=3600.0 if day % 6 == 0 else None)
+    back = from_text(to_text(stats))
+    assert back.visits == pytest.approx(stats.visits, rel=1e-7) and 0 < back.visits < 30
+    assert back.changes == pytest.approx(stats.changes, rel=1e-7)
+    assert estimate(back) == pytest.approx(estimate(stats), rel=1e-6)
+
+
+def test_the_time_watched_never_fades():
+    # what a page never seen changing is planned with (half a change over the time watched)
+    # keeps falling, though the evidence it is estimated from fades
+    stats = ChangeStats()
+    for _ in range(100):
+        stats = observe(faded(stats, 20.0), DAY, False)
+    assert stats.observed_seconds == pytest.approx(DAY / (1 - 0.5 ** (1 / 20)), rel=0.05)  # ~29 days
+    assert stats.watched_seconds == pytest.approx(100 * DAY)
+    assert from_text(to_text(stats)).watched_seconds == pytest.approx(100 * DAY)
+    # a summary written before the field existed has been watched for what it observed
+    assert from_text('{"n":2,"x":0,"u":172800,"k":0,"s":0,"t":172800,"h":[]}').watched_seconds == 172800
+
+
+def test_nothing_fades_with_no_memory_setting():
+    stats = observe(observe(ChangeStats(), DAY, True), DAY, False)
+    assert faded(stats, 0) is stats and faded(ChangeStats(), 20.0) == ChangeStats()
+
+
+def test_a_page_that_changes_its_habits_is_judged_by_its_recent_visits():
+    # 60 daily visits that saw nothing, then 10 that each saw a change: the page now
+    # changes at least daily. Remembering everything, it still looks like a page of one
+    # change a week; with a memory of 20 visits its estimate rises more than twice as fast.
+    def after(memory):
+        stats = ChangeStats()
+        for changed in [False] * 60 + [True] * 10:
+            stats = observe(faded(stats, memory), DAY, changed)
+        return estimate(stats) * DAY
+
+    assert after(0) < 0.2
+    assert after(20.0) > 2 * after(0) and after(10.0) > after(20.0)
+
+
+def test_fading_keeps_a_steady_page_estimate_close():
+    rng = random.Random(7)
+    rate, stats = 0.5 / DAY, ChangeStats()
+    for _ in range(400):
+        interval = DAY * rng.choice((0.5, 1.0, 2.0))
+        stats = observe(faded(stats, 20.0), interval, rng.random() < 1 - math.exp(-rate * interval))
+    assert estimate(stats) == pytest.approx(rate, rel=0.35)
 
 
 # ---------------------------------------------------------------- 2. spending the budget

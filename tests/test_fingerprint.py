@@ -394,3 +394,20 @@ def test_compare_observations():
     assert compare(old.text_hash, new.simhash, new, 0) == (NOISE, 0)
     assert compare(old.text_hash, old.simhash, new) == (CHANGED if gap > DEFAULT_THRESHOLD else NOISE, gap)
     assert {FIRST, UNCHANGED, NOISE, CHANGED} == {"first", "unchanged", "noise", "changed"}
+
+
+def test_words_moved_counts_what_the_text_lost_and_gained():
+    body = "The harbour keeps its boats in winter under long sheds of tarred timber. " * 20
+    old = ("Harbour news", "Winter", body + "Sponsored by Acme.")
+    assert fp.words_moved(old, old, 4) == 0
+    assert fp.words_moved(old, ("Harbour news", "Winter", body + "Sponsored by Globex!"), 4) == 2  # one rotated
+    assert fp.words_moved(old, ("Harbour News", "WINTER", body + "sponsored  by acme"), 4) == 0  # as normalized
+    assert fp.words_moved(old, ("Harbour news", "Winter", body + "Sponsored by Acme. Updated 2026-11-26"), 4) == 4  # 0-0-0
+    # a new sentence of twelve words: past the limit, counted no further than limit + 1
+    sentence = " The ferry to the northern islands now leaves an hour earlier on Sundays."
+    assert fp.words_moved(old, ("Harbour news", "Winter", body + sentence + " Sponsored by Acme."), 4) == 5
+    assert fp.words_moved(old, ("Harbour news", "Winter", body + sentence + " Sponsored by Acme."), 100) == 13
+    # per field: a word moving from the text into the title counts twice
+    assert fp.words_moved(("a", "", "b c"), ("a c", "", "b"), 4) == 2
+    # a reordering of the same words moves nothing (what a distance would count is the order)
+    assert fp.words_moved(("", "", "one two three"), ("", "", "three two one"), 4) == 0

@@ -36,6 +36,17 @@ def test_intervals_are_scaled_to_the_simulated_day(tmp_path):
     assert float(settings["CRAWLER_RECRAWL_BUDGET_PER_DAY"]) == pytest.approx(5 * 86400 / 2)
 
 
+def test_one_part_of_the_policy_can_be_measured_alone(tmp_path, capsys):
+    args = freshness.parse_args(["--set", "CRAWLER_RECRAWL_CARRY_SECONDS=0", "--set", "CRAWLER_RECRAWL_MEMORY_VISITS=0"])
+    settings = freshness.crawl_settings(args, "optimal", tmp_path, tmp_path / "rates.jsonl")
+    assert (settings["CRAWLER_RECRAWL_CARRY_SECONDS"], settings["CRAWLER_RECRAWL_MEMORY_VISITS"]) == ("0", "0")
+    assert "Set: CRAWLER_RECRAWL_CARRY_SECONDS=0" in freshness.preamble(args)
+    for wrong in ("CARRY=0", "CRAWLER_RECRAWL_CARRY_SECONDS"):
+        with pytest.raises(SystemExit):
+            freshness.parse_args(["--set", wrong])
+    assert "CRAWLER_NAME=VALUE" in capsys.readouterr().err
+
+
 @pytest.mark.crawl
 @pytest.mark.skipif(IS_POSTGRES, reason="the benchmark runs on its own SQLite files: run once, in the SQLite pass")
 def test_a_small_run_reports_meaningful_figures(tmp_path):

@@ -6,6 +6,7 @@ later crawl that resumes it, and continuous mode picking up a changed page.
 The clock is ours: a revisit is made due by moving the URL's next visit into the past (and
 the release task is given its `now`), never by sleeping."""
 
+import math
 import threading
 import time
 from datetime import timedelta
@@ -23,6 +24,7 @@ from fetch.runners import run_embedded
 from frontier import changerate, recrawl
 from frontier import service as frontier
 from frontier.models import DeadLetter, Host, RecrawlPlan, Url
+from frontier.outcomes import FetchReport
 from indexer.models import Document
 from indexer.service import search
 
@@ -191,6 +193,121 @@ def test_noise_is_not_a_change_and_a_real_edit_is(site):
         == {site.origin + "/old", site.origin + "/new"}
 
 
+def test_a_rotating_sponsor_word_is_noise_by_the_words_it_moves_and_a_new_sentence_a_change(site, settings):
+    # With no SimHash slack at all, the distance alone would call every text edit a change:
+    # here the words lost and gained against the stored copy decide.
+    settings.CRAWLER_CHANGE_SIMHASH_THRESHOLD = 0
+    url = site.origin + "/ad"
+
+    def page(sponsor, extra=""):
+        site.html("/ad", PROSE * 3 + extra + f" Sponsored by {sponsor}.")
+
+    page("acme")
+    frontier.add_seeds([url])
+    crawl()
+    stored = Document.objects.get(url__url=url)
+    page("globex")
+    revisit(url)
+    row = Url.objects.get(url=url)
+    assert (row.last_observation, row.last_change_at) == ("noise", None)
+    assert changerate.estimate(changerate.from_text(row.change_stats)) == 0.0
+    document = Document.objects.get(url__url=url)
+    assert (document.fetched_at, "acme" in document.body) == (stored.fetched_at, True)  # the stored copy stands
+
+    settings.CRAWLER_CHANGE_NOISE_WORDS = 0  # the distance alone: the same rotation is a change
+    page("initech")
+    revisit(url)
+    row.refresh_from_db()
+    assert (row.last_observation, row.observations) == ("changed", 2) and row.last_change_at is not None
+    assert "initech" in Document.objects.get(url__url=url).body
+
+    settings.CRAWLER_CHANGE_NOISE_WORDS = 4
+    page("initech", "The ferry to the northern islands now leaves an hour earlier on Sundays.")
+    revisit(url)
+    row.refresh_from_db()
+    assert (row.last_observation, row.observations) == ("changed", 3)
+    assert [hit.url for hit in search("ferry")] == [url]
+
+
+def _before(now, **fields):
+    values = dict(id=0, url="http://x/", priority=0, last_status=200, observed_at=now - timedelta(hours=5),
+                  change_stats="", observations=5, last_change_at=None, recrawl_interval=3600.0, next_fetch_at=None)
+    return recrawl.Before(**(values | fields))
+
+
+def test_a_page_that_changed_at_every_visit_is_planned_by_its_shortest_intervals():
+    stats = changerate.ChangeStats()
+    for seconds in [3 * 3600.0] * 3 + [4 * 86400.0] * 10:  # three looks 3 h apart, then ten 4 days apart
+        stats = changerate.observe(stats, seconds, True)
+    assert changerate.estimate(stats) * 86400 < 3  # the long intervals make it look slow …
+    assert recrawl.scheduling_rate(stats) == pytest.approx(math.log(7) / (3 / 24) / 86400)  # ≈ 15.6 a day
+    # … and one look that saw no change is evidence the estimate weighs as it is
+    unchanged = changerate.observe(stats, 3 * 3600.0, False)
+    assert recrawl.scheduling_rate(unchanged) == changerate.estimate(unchanged)
+
+
+def test_a_late_revisit_schedules_the_next_from_when_it_was_due(site, settings):
+    settings.CRAWLER_RECRAWL_POLICY = "uniform"  # every interval CRAWLER_RECRAWL_MIN_INTERVAL here
+    settings.CRAWLER_RECRAWL_MIN_INTERVAL = 3600.0
+    now = timezone.now()
+
+    def next_in(**fields):
+        return (recrawl.after_visit(_before(now, **fields), "unchanged", "", now)["next_fetch_at"] - now).total_seconds()
+
+    assert next_in(next_fetch_at=now - timedelta(seconds=100)) == pytest.approx(3500)  # 100 s late: made up
+    assert next_in(next_fetch_at=now - timedelta(hours=3)) == pytest.approx(1800)  # at most half the interval
+    assert next_in(next_fetch_at=now + timedelta(seconds=100)) == pytest.approx(3600)  # early: nothing to make up
+    assert next_in(next_fetch_at=now - timedelta(seconds=100), observed_at=None) == pytest.approx(3600)  # a first visit
+    settings.CRAWLER_RECRAWL_ON_SCHEDULE = False
+    assert next_in(next_fetch_at=now - timedelta(seconds=100)) == pytest.approx(3600)
+
+
+def test_a_page_that_changed_at_every_visit_is_looked_at_sooner_for_a_few_visits(site, settings):
+    settings.CRAWLER_RECRAWL_MIN_INTERVAL = 600.0
+    now = timezone.now()
+    # a budget so dear that the plan alone would visit such a page only every CRAWLER_RECRAWL_MAX_INTERVAL
+    RecrawlPlan.objects.create(pk=1, price=1e9, explore_freq=1 / 86400, pages=1, solved_at=now)
+    recrawl.forget_plan()
+    stats = changerate.ChangeStats()
+    for _ in range(3):
+        stats = changerate.observe(stats, 86400.0, True)
+
+    def interval(observations, stats, seen=86400.0):
+        before = _before(now, change_stats=changerate.to_text(stats), observations=observations,
+                         observed_at=now - timedelta(seconds=seen))
+        return recrawl.after_visit(before, "changed", "", now)["recrawl_interval"]
+
+    # three daily visits each saw a change: the next comes after a quarter of the last interval…
+    assert interval(3, stats) == pytest.approx(21600)
+    assert interval(4, changerate.observe(stats, 21600.0, True), seen=21600.0) == pytest.approx(5400)
+    dated = changerate.observe(changerate.ChangeStats(), 86400.0, True, since_last_modified=600.0)  # a Last-Modified
+    assert interval(3, dated, seen=7 * 86400.0) == pytest.approx(7 * 21600)  # alike
+    # … never below the minimum interval, and only for CRAWLER_RECRAWL_EXPLORE_FAST_VISITS more visits
+    assert interval(5, changerate.observe(stats, 1800.0, True), seen=1800.0) == pytest.approx(600)
+    assert interval(6, stats, seen=21600.0) > 43200
+    settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = 0
+    assert interval(3, stats) > 43200
+    settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = 3
+    settings.CRAWLER_RECRAWL_POLICY = "uniform"  # the baselines stay what they are: here one page,
+    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 1.0  # one visit a day
+    assert interval(3, stats) == pytest.approx(86400)
+    settings.CRAWLER_RECRAWL_POLICY = "optimal"
+    # a visit that saw no change ends it
+    before = _before(now, change_stats=changerate.to_text(stats), observations=3, observed_at=now - timedelta(days=1))
+    assert recrawl.after_visit(before, "unchanged", "", now)["recrawl_interval"] > 43200
+
+
+def test_a_visit_counts_from_its_response_not_from_its_record(site):
+    frontier.add_seeds([site.origin + "/r"])
+    url_id = Url.objects.get(url=site.origin + "/r").id
+    answered = timezone.now() - timedelta(seconds=30)
+    frontier.record_fetches([(FetchReport(url_id, status=200, detail="indexed", observation="first",
+                                         started_at=answered.timestamp()), 0)])
+    row = Url.objects.get(id=url_id)
+    assert abs((row.observed_at - answered).total_seconds()) < 0.001
+    assert row.next_fetch_at - row.observed_at == timedelta(seconds=row.recrawl_interval)
+
+
 def test_gone_twice_in_a_row_leaves_the_index(site, settings):
     settings.CRAWLER_GONE_RECHECK_SECONDS = 3600
     url = site.origin + "/g"
@@ -245,7 +362,8 @@ def test_failures_back_off_one_two_four_eight_weeks_then_dead_letter(site, setti
 
 def test_release_spends_the_budget_most_overdue_first(site, settings):
     settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 86400  # one revisit a second
-    settings.CRAWLER_RECRAWL_RELEASE_SECONDS = 10  # the bucket holds two periods: 20 revisits
+    settings.CRAWLER_RECRAWL_RELEASE_SECONDS = 10
+    settings.CRAWLER_RECRAWL_CARRY_SECONDS = 20  # unspent budget carried over: at most 20 s of it
     frontier.add_urls([frontier.Candidate(f"{site.origin}/p{i}") for i in range(50)])
     now = timezone.now()
     ids = list(Url.objects.order_by("?").values_list("id", flat=True))
@@ -259,6 +377,9 @@ def test_release_spends_the_budget_most_overdue_first(site, settings):
     assert frontier.release_due(now=now + timedelta(seconds=500), limit=7) == 7  # and never past the batch
     assert RecrawlPlan.objects.get().released_total == 32
     assert Url.objects.filter(state="fetched", next_fetch_at__lte=now).count() == 49 - 32
+    # the bucket never holds less than two release periods
+    settings.CRAWLER_RECRAWL_CARRY_SECONDS = 0
+    assert frontier.release_due(now=now + timedelta(seconds=1000)) == 17  # 20 allowed, 17 due
 
 
 def test_a_sitemap_lastmod_after_our_visit_brings_the_next_visit_forward(site, settings):

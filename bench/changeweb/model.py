@@ -172,6 +172,16 @@ def version_in_text(text: str) -> tuple[int, int, int] | None:
     return tuple(parts)
 
 
+# A noise page's one-word sponsor line rotates through these on every response.
+SPONSORS = ("acme", "globex", "initech", "umbrella", "hooli", "vandelay", "stark", "wayne", "tyrell",
+            "cyberdyne", "soylent", "oscorp")
+
+
+def sponsor(token: str) -> str:
+    """The sponsor word a response with this token shows (the same token, the same word)."""
+    return SPONSORS[random.Random(f"changeweb-sponsor:{token}").randrange(len(SPONSORS))]
+
+
 def not_modified(request_headers: Mapping[str, str], etag: str, last_modified: float) -> bool:
     """RFC 9110 13.2.2 for GET/HEAD: If-None-Match (weak comparison) wins; only without it
     does a valid If-Modified-Since count.  Header names are lower-case."""
@@ -329,8 +339,9 @@ class ChangeWeb:
         """Version `version` of the page.  The versioned paragraphs are new words each
         version (the crawler masks digits when it compares text, so changing numbers
         would not count) and start with the version marker.  A noise page also shows the
-        simulated time of the response and hides `token` in a meta tag, so its bytes
-        differ on every response while its words (digits masked) do not."""
+        simulated time of the response, hides `token` in a meta tag and names a sponsor
+        chosen by `token` (a one-word ad rotation), so its bytes differ on every response
+        and its words by one in most responses, while its content never changes."""
         layout = self.layout(host, page)
         rng = random.Random(f"changeweb-version:{self.config.seed}:{host}:{page}:{version}")
         versioned = list(self._paragraphs(rng, layout.versioned_words))
@@ -350,6 +361,7 @@ class ChangeWeb:
         if noise:
             stamp = (SIM_START + timedelta(days=sim_day)).strftime("%Y-%m-%d %H:%M:%S")
             parts.append(f'<p class="generated">Generated {stamp}</p>\n')
+            parts.append(f'<p class="sponsor">Sponsored by {sponsor(token)}</p>\n')
         parts.append("</main>\n</body>\n</html>\n")
         return "".join(parts)
 
