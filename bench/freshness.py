@@ -208,9 +208,9 @@ def write_oracle_rates(truth: Truth, path: Path) -> None:
 
 # ------------------------------------------------------------------ sampling while it runs
 
-def stored_versions(database: Path) -> tuple[dict[str, int | None], int]:
-    """URL -> version of the stored copy (None when its text carries no single marker), and
-    the revisits waiting: released to the queue, or due and not released yet (the budget,
+def sample_crawl(database: Path) -> tuple[dict[str, int | None], int]:
+    """One sample of the crawl's database: URL -> version of the stored copy (None when its
+    text carries no single marker), and the revisits waiting: released to the queue, or due and not released yet (the budget,
     the release period)."""
     with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=10)) as db:
         rows = db.execute("SELECT address, body FROM indexer_document").fetchall()
@@ -235,7 +235,7 @@ class Samples:
     age_days: float = 0.0
     fresh_by_url: Counter = field(default_factory=Counter)
     series: list = field(default_factory=list)    # (simulated days since the start, freshness)
-    waiting: list = field(default_factory=list)   # steady samples of the revisits waiting (stored_versions)
+    waiting: list = field(default_factory=list)   # steady samples of the revisits waiting (sample_crawl)
 
     def add(self, truth: Truth, stored: dict, wall_time: float, steady: bool, waiting: int = 0) -> None:
         fresh = truth.freshness(stored, wall_time)
@@ -272,7 +272,7 @@ def sample_until(proc: subprocess.Popen, truth: Truth, database: Path, window: t
     next_at = time.time()
     while time.time() < window[1] and proc.poll() is None:
         time.sleep(max(0.0, next_at - time.time()))
-        stored, waiting = stored_versions(database)
+        stored, waiting = sample_crawl(database)
         now = time.time()
         samples.add(truth, stored, now, window[0] <= now <= window[1], waiting)
         # The next tick on the grid still ahead: a slow sample skips ticks rather than bunching them.

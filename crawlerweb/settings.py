@@ -631,7 +631,7 @@ CRAWLER_RECRAWL_EXPLORE_VISITS = envint("CRAWLER_RECRAWL_EXPLORE_VISITS", 3)
 CRAWLER_RECRAWL_EXPLORE_INTERVAL = envfloat("CRAWLER_RECRAWL_EXPLORE_INTERVAL", 86400.0, minimum=0.001)
 CRAWLER_RECRAWL_EXPLORE_SHARE = envfloat("CRAWLER_RECRAWL_EXPLORE_SHARE", 0.5)
 # A page that changed at every visit so far gets up to this many more exploring visits, each
-# at half the last interval (down to CRAWLER_RECRAWL_MIN_INTERVAL): "changed every time"
+# at a quarter of the last interval (down to CRAWLER_RECRAWL_MIN_INTERVAL): "changed every time"
 # only says it changes faster than we looked. 0: no extra visits.
 CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = envint("CRAWLER_RECRAWL_EXPLORE_FAST_VISITS", 3, minimum=0)
 # The change-rate estimate's memory: an observation this many visits old counts half as much

@@ -141,8 +141,7 @@ def _apply(row: dict, report: FetchReport, t, now: datetime) -> None:
     if report.status is not None or report.error:
         row.update(last_status=report.status, last_fetched_at=now)
     if report.content_hash:  # a full response was archived: what a later revisit refers to
-        received = datetime.fromtimestamp(report.started_at, dt_timezone.utc) if report.started_at else now
-        row.update(content_hash=report.content_hash, payload_at=received)
+        row.update(content_hash=report.content_hash, payload_at=_started_at(report, now))
     if report.text_hash:  # a page was stored: the copy later visits compare with
         row.update(text_hash=report.text_hash, simhash=report.simhash)
     if t.state == UrlState.FETCHED:
@@ -154,13 +153,15 @@ def _apply(row: dict, report: FetchReport, t, now: datetime) -> None:
         row["next_fetch_at"] = recrawl.recheck_at(now)
 
 
+def _started_at(report: FetchReport, now: datetime) -> datetime:
+    """When the response began (the fetching process's clock: its WARC-Date); else now."""
+    return datetime.fromtimestamp(report.started_at, dt_timezone.utc) if report.started_at else now
+
+
 def _answered_at(report: FetchReport, now: datetime) -> datetime:
-    """When the response began (the fetching process's clock), not after now and not more
-    than CRAWLER_LEASE_SECONDS before it (a clock that is off says nothing); else now."""
-    if not report.started_at:
-        return now
-    answered = datetime.fromtimestamp(report.started_at, dt_timezone.utc)
-    return min(now, max(answered, now - timedelta(seconds=settings.CRAWLER_LEASE_SECONDS)))
+    """_started_at, for the recrawl schedule: not after now and not more than
+    CRAWLER_LEASE_SECONDS before it (a clock that is off says nothing)."""
+    return min(now, max(_started_at(report, now), now - timedelta(seconds=settings.CRAWLER_LEASE_SECONDS)))
 
 
 def requeue_dead_letters(dead_letter_ids: Iterable[int]) -> int:

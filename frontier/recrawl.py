@@ -92,6 +92,8 @@ def after_visit(before: Before, observation: str, last_modified: str, now: datet
             stats = changerate.observe(changerate.faded(stats, settings.CRAWLER_RECRAWL_MEMORY_VISITS), seen,
                                        observation.saw_change, _since_last_modified(last_modified, now, seen))
             observations += 1
+        else:
+            seen = None  # a clock that went back: no observation
     rate = scheduling_rate(stats)
     interval = plan_interval(before, rate, observations, observation.saw_change, now)
     if seen and _changed_every_time(stats, observations):

@@ -174,13 +174,13 @@ def small_changes(pages: list[PreparedPage]) -> set[int]:
     whose text lost and gained at most CRAWLER_CHANGE_NOISE_WORDS words against the stored
     copy: noise, though their SimHash moved past the threshold. One query for the batch."""
     most = settings.CRAWLER_CHANGE_NOISE_WORDS
-    pages = {page.url_id: page for page in pages if page.parsed is not None}
-    if most <= 0 or not pages:
+    parsed = {page.url_id: page.parsed for page in pages if page.parsed is not None}
+    if most <= 0 or not parsed:
         return set()
     small = set()
-    for url_id, title, headings, body in Document.objects.filter(url_id__in=list(pages)).values_list(
+    for url_id, title, headings, body in Document.objects.filter(url_id__in=list(parsed)).values_list(
             "url_id", "title", "headings", "body"):
-        new = pages[url_id].parsed
+        new = parsed[url_id]
         if words_moved((title, headings, textstore.from_database(body)), (new.title, new.headings, new.text),
                        most) <= most:
             small.add(url_id)
