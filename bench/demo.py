@@ -36,7 +36,7 @@ def main(argv=None) -> int:
         manage("crawl", "--scope", "web", *web.seeds)
         # Every page of the sample web carries one word found nowhere else: it must come first.
         word = web.unique_word(f"http://{web.hosts[4]}/p/4.html")
-        print(f"\n$ python manage.py search {word!r}   # a word only http://{web.hosts[4]}/p/4.html has", flush=True)
+        print(f"\n$ manage.py search {word!r}   # a word only http://{web.hosts[4]}/p/4.html has", flush=True)
         manage("search", word, "--limit", "3")
     default_delay = float(os.environ.get("CRAWLER_DEFAULT_DELAY", "1.0"))
     depth = int(os.environ.get("CRAWLER_DEPTH_LIMIT", "20"))
@@ -52,7 +52,13 @@ def main(argv=None) -> int:
     }, indent=2))
     print("\nEvery request the crawler sent, one JSON line each (README \"The crawl log\"): "
           f"{os.environ.get('CRAWLER_CRAWL_LOG_FILE') or 'var/log/crawl.jsonl'}")
-    print("\nBrowse the results: python manage.py runserver, then open http://127.0.0.1:8000/")
+    # The demo has its own database: the hints name it so that they work as printed.
+    database = os.environ.get("DATABASE_URL", "")
+    prefix = f"DATABASE_URL={database} " if database else ""
+    print("\nThe crawl is in " + (database.removeprefix("sqlite:///") or "crawlerweb.sqlite3")
+          + ". Search it, and browse it at http://127.0.0.1:8000/ :")
+    print(f"  {prefix}.venv/bin/python manage.py search {word!r}")
+    print(f"  {prefix}.venv/bin/python manage.py runserver")
     return 1 if audit["violations"] or audit["missing"] or audit["unexpected"] else 0
 
 

@@ -1,9 +1,10 @@
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from console.keys import create_key
+from crawlerweb.schema_check import MigratedCommand
 
 
-class Command(BaseCommand):
+class Command(MigratedCommand):
     help = "Create a REST API key. The key is printed once; only its hash is stored."
 
     def add_arguments(self, parser):

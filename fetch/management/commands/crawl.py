@@ -4,12 +4,13 @@ import sys
 import threading
 import time
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.utils import timezone
 from tqdm import tqdm
 
 from console import instruments
 from crawlerweb import stagetime
+from crawlerweb.schema_check import MigratedCommand
 from fetch import archive
 from fetch.runners import run_embedded
 from frontier import service as frontier
@@ -17,7 +18,7 @@ from frontier.management.scope_args import add_scope_arguments, describe_scopes,
 from indexer.service import document_counts
 
 
-class Command(BaseCommand):
+class Command(MigratedCommand):
     help = (
         "Embedded crawl: seed the given URLs and crawl in-process until nothing is due within "
         "CRAWLER_CRAWL_DEFER_AFTER seconds and nothing is in flight, then print a summary and "

@@ -3,14 +3,13 @@ import signal
 import socket
 import threading
 
-from django.core.management.base import BaseCommand
-
 from console import instruments
 from crawlerweb.celery import app
+from crawlerweb.schema_check import MigratedCommand
 from fetch import runners
 
 
-class Command(BaseCommand):
+class Command(MigratedCommand):
     help = "Lease ready hosts and send each host session to its Celery fetch queue, until stopped."
 
     def add_arguments(self, parser):

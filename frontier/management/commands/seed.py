@@ -1,10 +1,9 @@
-from django.core.management.base import BaseCommand
-
+from crawlerweb.schema_check import MigratedCommand
 from frontier import service
 from frontier.management.scope_args import add_scope_arguments, scope_from_options
 
 
-class Command(BaseCommand):
+class Command(MigratedCommand):
     help = ("Add seed URLs to the frontier (normalized, filtered, deduplicated), each with a scope: "
             "where the links found from it may lead.")
 

@@ -1,12 +1,11 @@
 import json
 
-from django.core.management.base import BaseCommand
-
+from crawlerweb.schema_check import MigratedCommand
 from frontier import service
 from frontier.management.scope_args import describe_scopes
 
 
-class Command(BaseCommand):
+class Command(MigratedCommand):
     help = ("Print frontier counts: URLs by state, status and outcome; hosts; dead letters; what revisits saw, "
             "revisits due and scheduled, and the work that waits (deferred).")
 

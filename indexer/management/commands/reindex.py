@@ -1,11 +1,10 @@
 import time
 
-from django.core.management.base import BaseCommand
-
+from crawlerweb.schema_check import MigratedCommand
 from indexer import service
 
 
-class Command(BaseCommand):
+class Command(MigratedCommand):
     help = ("Rebuild the full-text index from the stored documents, with the current analyzer. "
             "Run it after an upgrade that changes the analyzer or the index (the release notes say so).")
 

@@ -1,11 +1,10 @@
 import json
 
-from django.core.management.base import BaseCommand
-
+from crawlerweb.schema_check import MigratedCommand
 from indexer import service
 
 
-class Command(BaseCommand):
+class Command(MigratedCommand):
     help = "Search the index; prints ranked results (URL, title, snippet)."
 
     def add_arguments(self, parser):
