@@ -19,18 +19,6 @@ from frontier import service as frontier
 from .models import ProcessHeartbeat, ProcessKind
 from .schedules import SCHEDULES
 
-# Why a host waits (Host.wait_reason, written by frontier/pacing.py), in an operator's words.
-WAIT_REASONS = {
-    "crawl_delay": "robots.txt Crawl-delay",
-    "adaptive": "adaptive delay (slow responses)",
-    "default_delay": "default delay",
-    "retry_after_429": "Retry-After (429 Too Many Requests)",
-    "retry_after_503": "Retry-After (503 Service Unavailable)",
-    "breaker": "circuit breaker (network failures in a row)",
-    "dns": "DNS resolver failed",
-    "robots_unavailable": "robots.txt unavailable",
-    "store_failed": "its results could not be stored (back-off)",
-}
 # Processes listed: those heard from within this many seconds (older rows are history).
 LISTED_SECONDS = 3600
 LISTED_MAX = 50
@@ -40,7 +28,7 @@ def host_health(limit: int = 20) -> dict:
     health = frontier.host_health(limit)
     for state in health.values():
         for host in state["hosts"]:
-            host["reason_text"] = WAIT_REASONS.get(host["reason"], host["reason"])
+            host["reason_text"] = frontier.WAIT_REASON_TEXT.get(host["reason"], host["reason"])
     return health
 
 

@@ -9,6 +9,7 @@ are the frontier's own business:
     progress.py   is there work, when is the next, what is deferred, the summary
     controls.py   an admin's steering: limits, exclusions, expired leases
     steering.py   an operator's steering: pause/resume, host and URL actions, audited
+    hoststate.py  where a host is now (leased, paused, backing off, ready, idle), in words
 """
 
 from . import scope as _scope
@@ -51,6 +52,7 @@ from .leases import (
     release_leases_of,
     renew_leases,
 )
+from .hoststate import WAIT_REASON_TEXT, HostState, state_of as host_state
 from .importance import sitemap_hint
 from .pacing import STORE_FAILED, store_failure_pause
 from .normalize import origin_of
@@ -123,4 +125,6 @@ __all__ = [
     "release_due", "plan_recrawl", "due_counts", "sitemap_changes",
     "dead_letter_count", "host_figures", "recent_errors", "top_hosts", "url_figures",
     "crawl_paused_since", "host_health", "overdue_work",
+    # where a host is, in words (the admin, the dashboard)
+    "HostState", "WAIT_REASON_TEXT", "host_state",
 ]

@@ -11,10 +11,10 @@ from collections import Counter
 from datetime import timedelta
 
 from django.conf import settings
-from django.db.models import Case, Count, Exists, IntegerField, OuterRef, Q, When
+from django.db.models import Case, Count, IntegerField, Q, When
 from django.utils import timezone
 
-from . import importance
+from . import hoststate, importance
 from .models import CrawlLimits, DeadLetter, Host, Url, UrlState
 from .robots_state import VERDICT_FILTERS, RobotsVerdict
 
@@ -85,14 +85,13 @@ def host_figures() -> dict:
     allowed time is ahead), ready (due URLs, may be leased now), idle (nothing due).
     circuit_open cuts across them; so do the robots.txt figures' `cached`."""
     now = timezone.now()
-    leased = Q(leased_until__gt=now)
-    unpaused = Q(paused_at__isnull=True)
+    states = hoststate.predicates(now)  # one definition of each state: the admin's and the dashboard's
     threshold = settings.CRAWLER_HOST_FAILURE_THRESHOLD
     figures = Host.objects.aggregate(
         total=Count("id"),
-        leased=Count("id", filter=leased),
-        paused=Count("id", filter=~leased & ~unpaused),
-        backing_off=Count("id", filter=~leased & unpaused & Q(next_fetch_at__gt=now)),
+        leased=Count("id", filter=states[hoststate.LEASED]),
+        paused=Count("id", filter=states[hoststate.PAUSED]),
+        backing_off=Count("id", filter=states[hoststate.BACKING_OFF]),
         circuit_open=Count("id", filter=Q(failures__gte=threshold)),
         robots_cached=Count("id", filter=Q(robots_expires_at__gt=now)),
         # One definition of what each robots.txt answer means (robots_state): every host in one.
@@ -101,9 +100,7 @@ def host_figures() -> dict:
         robots_allow_all=Count("id", filter=VERDICT_FILTERS[RobotsVerdict.ALLOW_ALL]),
         robots_unavailable=Count("id", filter=VERDICT_FILTERS[RobotsVerdict.DISALLOW_ALL]),
     )
-    due = Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED, next_fetch_at__lte=now)
-    free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
-    figures["ready"] = Host.objects.filter(free, unpaused, next_fetch_at__lte=now).filter(Exists(due)).count()
+    figures["ready"] = Host.objects.filter(states["free"]).filter(hoststate.due_urls(now)).count()
     # The rest; two queries a few ms apart may disagree by a host or two, never below zero.
     placed = figures["leased"] + figures["paused"] + figures["backing_off"] + figures["ready"]
     figures["idle"] = max(0, figures["total"] - placed)
