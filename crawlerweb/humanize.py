@@ -13,8 +13,8 @@ from django.utils.html import format_html
 _UNITS = ((1e-3, "ms", 1000), (1, "s", 120), (60, "min", 120), (3600, "h", 48), (86400, "days", None))
 
 
-def duration(seconds: float | None, *, empty: str = "–") -> str:
-    """3 significant figures at most, in the largest unit that stays readable:
+def duration(seconds: float | None, *, empty: str = "–", figures: int = 3) -> str:
+    """`figures` significant figures at most, in the largest unit that stays readable:
     0.0016416 → "1.64 ms", 10800 → "3 h", 90 → "90 s", 400000 → "4.63 days"."""
     if seconds is None:
         return empty
@@ -25,12 +25,12 @@ def duration(seconds: float | None, *, empty: str = "–") -> str:
         if magnitude < size:
             continue
         if limit is None or magnitude / size < limit:
-            return f"{_figures(seconds / size)} {name}"
-    return f"{_figures(seconds * 1000)} ms"  # under a millisecond
+            return f"{_figures(seconds / size, figures)} {name}"
+    return f"{_figures(seconds * 1000, figures)} ms"  # under a millisecond
 
 
-def _figures(value: float) -> str:
-    text = f"{value:.3g}"
+def _figures(value: float, figures: int = 3) -> str:
+    text = f"{value:.{figures}g}"
     if "e" in text:  # 3 figures of a big number: no exponent for people
         text = f"{value:.0f}"
     return text.removesuffix(".0")
@@ -45,13 +45,13 @@ def moment(value: datetime | None, *, empty: str = "–") -> str:
 
 
 def relative(value: datetime | None, now: datetime | None = None, *, empty: str = "–") -> str:
-    """"in 3 min", "4 min ago", "now" (within a second)."""
+    """"in 3 min", "4 min ago", "now" (within a second): two figures, a clock's precision."""
     if value is None:
         return empty
     seconds = (value - (now or timezone.now())).total_seconds()
     if abs(seconds) < 1:
         return "now"
-    return f"in {duration(seconds)}" if seconds > 0 else f"{duration(-seconds)} ago"
+    return f"in {duration(seconds, figures=2)}" if seconds > 0 else f"{duration(-seconds, figures=2)} ago"
 
 
 def per_day(rate: float | None, *, empty: str = "–") -> str:

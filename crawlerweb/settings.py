@@ -247,6 +247,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
+# The admin writes times as the rest of the project does: "2026-11-26 18:08:02 UTC".
+FORMAT_MODULE_PATH = ["crawlerweb.formats"]
 USE_I18N = False
 USE_TZ = True
 STATIC_URL = "static/"

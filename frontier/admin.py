@@ -2,17 +2,29 @@
 (CappedCountPaginator, show_full_result_count=False), no DISTINCT scans for filter choices
 (fixed choices only), raw id widgets instead of select boxes, no query per row."""
 
+from urllib.parse import urlencode
+
 from django import forms
 from django.conf import settings
 from django.contrib import admin, messages
 from django.db.models import Count, Q
+from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from crawlerweb.adminkit import BigTableAdmin, ChoicesFilter, ReadOnlyAdmin, StatusClassFilter, YesNoFilter
+from crawlerweb.adminkit import (
+    BigTableAdmin,
+    ChoicesFilter,
+    ObjectActionsAdmin,
+    ReadOnlyAdmin,
+    StatusClassFilter,
+    YesNoFilter,
+)
+from crawlerweb.humanize import duration, exact, moment, per_day, relative
+from indexer.service import document_of
 
-from . import importance, service, traps
+from . import hoststate, importance, service, traps
 from .models import (
     CrawlLimits,
     CrawlScope,
@@ -31,7 +43,7 @@ from .models import (
 )
 from .normalize import InvalidUrl, normalize
 from .pacing import WAIT_REASONS
-from .robots_state import VERDICT_FILTERS, RobotsVerdict
+from .robots_state import VERDICT_FILTERS, RobotsVerdict, classify
 from .vocabulary import Observation
 
 
@@ -99,10 +111,14 @@ def _actor(request) -> str:
     return f"admin:{request.user.get_username()}"
 
 
-def _report(modeladmin, request, result: service.ActionResult, what: str) -> None:
+def _summary(result: service.ActionResult, what: str) -> str:
     extras = {k: v for k, v in result.detail.items() if v}
     suffix = f" ({', '.join(f'{k}: {v}' for k, v in extras.items())})" if extras else ""
-    modeladmin.message_user(request, f"{what}: {result.changed} changed{suffix}", messages.SUCCESS)
+    return f"{what}: {result.changed} changed{suffix}"
+
+
+def _report(modeladmin, request, result: service.ActionResult, what: str) -> None:
+    modeladmin.message_user(request, _summary(result, what), messages.SUCCESS)
 
 
 def _host_action(action: str, description: str):
@@ -115,6 +131,11 @@ def _host_action(action: str, description: str):
     return run
 
 
+# The robots.txt verdicts in a list column's width (the full label on hover).
+ROBOTS_SHORT = {RobotsVerdict.NOT_FETCHED: "not fetched", RobotsVerdict.RULES: "rules apply",
+                RobotsVerdict.ALLOW_ALL: "allow all", RobotsVerdict.DISALLOW_ALL: "disallow all"}
+
+
 class PausedFilter(YesNoFilter):
     title = "paused"
     parameter_name = "paused"
@@ -125,24 +146,81 @@ class PausedFilter(YesNoFilter):
 
 
 class WaitReasonFilter(ChoicesFilter):
-    """Why the host's next request waits."""
+    """Hosts waiting now, by why (a reason whose wait is over is history, not a state)."""
 
-    title = "waits for"
+    title = "waiting now for"
     parameter_name = field = "wait_reason"
     values = WAIT_REASONS
 
+    def queryset(self, request, queryset):
+        if self.value() in self.values:
+            return queryset.filter(wait_reason=self.value(), next_fetch_at__gt=timezone.now())
+        return queryset
+
 
 @admin.register(Host)
-class HostAdmin(DerivedDataAdmin):
-    list_display = ("origin", "address", "urls_link", "log_link", "band", "paused_at", "next_fetch_at", "wait_reason",
-                    "crawl_delay", "response_time", "failures", "robots_status", "robots_error", "lease_owner",
-                    "leased_until")
+class HostAdmin(DerivedDataAdmin, ObjectActionsAdmin):
+    """A host in a line (its state now, computed: frontier/hoststate.py), and its page with
+    the actions and links an operator wants next to it."""
+
+    list_display = ("origin", "state_now", "urls_link", "band", "response_time_human", "failures", "robots",
+                    "log_link")
     list_filter = (PausedFilter, LeasedFilter, RobotsFilter, WaitReasonFilter)
     search_fields = ("origin", "=address")
     actions = [_host_action("pause", "Pause selected hosts"), _host_action("resume", "Resume selected hosts"),
                _host_action("fetch_now", "Fetch now (cut the wait short)"),
                _host_action("reset_breaker", "Reset the circuit breaker"),
                _host_action("refetch_robots", "Refetch robots.txt")]
+    object_actions = (("pause", "Pause"), ("resume", "Resume"), ("fetch_now", "Fetch now"),
+                      ("reset_breaker", "Reset breaker"), ("refetch_robots", "Refetch robots.txt"))
+    fieldsets = (
+        (None, {"fields": ("origin", "state_in_words")}),
+        ("Politeness", {"description": "the wait between requests: max(Crawl-delay, adaptive delay from the "
+                                       "response time, Retry-After), from the end of the previous response",
+                        "fields": ("crawl_delay_human", "response_time_human", "next_fetch_at", "waiting_for",
+                                   "failures", "band")}),
+        ("robots.txt", {"fields": ("robots", "robots_status", "robots_error", "robots_fetched_at",
+                                   "robots_expires_at", "robots_sitemaps", "robots_body")}),
+        ("Lease", {"description": "a crawling process's hold on the host while it runs a session",
+                   "fields": ("lease_owner", "lease_holder", "leased_until")}),
+        ("Counts and addresses", {"fields": ("url_count", "domain", "address", "created_at")}),
+    )
+    readonly_fields = ("state_in_words", "crawl_delay_human", "response_time_human", "robots", "waiting_for")
+
+    def get_queryset(self, request):
+        # Ready or idle needs to know whether any URL is due: one EXISTS per listed row.
+        return super().get_queryset(request).annotate(has_due=hoststate.due_urls(timezone.now()))
+
+    @admin.display(description="now")
+    def state_now(self, host):
+        state = service.host_state(host, has_due=host.has_due)
+        return exact(state.short(), state.text)
+
+    @admin.display(description="state now")
+    def state_in_words(self, host):
+        return service.host_state(host, has_due=getattr(host, "has_due", None)).text
+
+    @admin.display(description="response time", ordering="response_time")
+    def response_time_human(self, host):
+        return exact(duration(host.response_time), host.response_time)
+
+    @admin.display(description="Crawl-delay")
+    def crawl_delay_human(self, host):
+        if host.crawl_delay is None:
+            return "none (robots.txt sets none; the default or adaptive delay applies)"
+        return exact(duration(host.crawl_delay), host.crawl_delay)
+
+    @admin.display(description="waiting for")
+    def waiting_for(self, host):
+        """The stored reason only while its wait lasts: after that it is history."""
+        if host.next_fetch_at and host.next_fetch_at > timezone.now() and host.wait_reason:
+            return service.WAIT_REASON_TEXT.get(host.wait_reason, host.wait_reason)
+        return "nothing: its last wait is over"
+
+    @admin.display(description="robots.txt")
+    def robots(self, host):
+        verdict = classify(host.robots_status, host.robots_error, host.robots_fetched_at is not None)
+        return exact(ROBOTS_SHORT[verdict], verdict.label)
 
     @admin.display(description="URLs", ordering="url_count")
     def urls_link(self, host):
@@ -153,6 +231,25 @@ class HostAdmin(DerivedDataAdmin):
     def log_link(self, host):
         return format_html('<a href="{}?host_id={}">crawl log</a>', reverse("admin:fetch_crawllogentry_changelist"),
                            host.id)
+
+    def available_object_actions(self, request, host):
+        actions = dict(super().available_object_actions(request, host))
+        actions.pop("resume" if host.paused_at is None else "pause", None)
+        if not host.failures:
+            actions.pop("reset_breaker", None)
+        return list(actions.items())
+
+    def run_object_action(self, request, host, action):
+        result = service.host_action(action, [host.id], _actor(request))
+        return _summary(result, dict(self.object_actions)[action])
+
+    def object_links(self, host):
+        links = [(f"its {host.url_count} URLs", f"{reverse('admin:frontier_url_changelist')}?host={host.id}"),
+                 ("its crawl log", f"{reverse('admin:fetch_crawllogentry_changelist')}?host_id={host.id}")]
+        if host.address:
+            links.append((f"server address {host.address}",
+                          f"{reverse('admin:frontier_serveraddress_changelist')}?q={host.address}"))
+        return links
 
 
 @admin.register(ServerAddress)
@@ -197,27 +294,67 @@ class ObservationFilter(ChoicesFilter):
 
 
 @admin.register(Url)
-class UrlAdmin(DerivedDataAdmin):
-    list_display = ("url", "kind", "state", "outcome", "last_status", "depth", "priority_words", "attempts",
-                    "backoff_level", "next_fetch_at", "last_fetched_at", "last_observation", "change_rate")
+class UrlAdmin(DerivedDataAdmin, ObjectActionsAdmin):
+    list_display = ("url", "state", "last_status", "priority_words", "next_fetch", "last_fetched",
+                    "change_rate_human")
     list_filter = (UrlStateFilter, "kind", ObservationFilter, StatusFilter, HostFilter)
     search_fields = ("url",)
     raw_id_fields = ("host", "referrer")
-    readonly_fields = ("score_parts",)
+    readonly_fields = ("score_parts", "change_rate_human", "recrawl_interval_human", "next_fetch")
     actions = ["recrawl_now"]
+    object_actions = (("recrawl_now", "Recrawl now"),)
     fieldsets = (
         (None, {"fields": ("url", "url_key", "kind", "host", "depth", "redirect_hops", "scopes", "referrer",
                            "created_at")}),
         ("Importance", {"description": "why this URL ranks where it does (frontier/importance.py): higher goes "
                                        "first within its host; its host's band decides how often the host is drawn",
                         "fields": ("priority", "score_parts", "inlink_hosts", "hint")}),
-        ("Fetching", {"fields": ("state", "outcome", "attempts", "backoff_level", "next_fetch_at", "last_status",
+        ("Fetching", {"fields": ("state", "outcome", "attempts", "backoff_level", "next_fetch", "last_status",
                                  "last_fetched_at")}),
         ("Revisits", {"description": "what visits saw and when the next is planned (frontier/recrawl.py)",
-                      "fields": ("last_observation", "observed_at", "last_change_at", "observations", "change_rate",
-                                 "recrawl_interval", "change_stats", "etag", "last_modified", "content_hash",
-                                 "payload_at", "text_hash", "simhash")}),
+                      "fields": ("last_observation", "observed_at", "last_change_at", "observations",
+                                 "change_rate_human", "recrawl_interval_human", "change_stats", "etag",
+                                 "last_modified", "content_hash", "payload_at", "text_hash", "simhash")}),
     )
+
+    @admin.display(description="next fetch", ordering="next_fetch_at")
+    def next_fetch(self, url):
+        if url.state != UrlState.QUEUED:
+            return exact("–", moment(url.next_fetch_at))  # not queued: the stored time is not a plan
+        return exact(relative(url.next_fetch_at), moment(url.next_fetch_at))
+
+    @admin.display(description="last fetched", ordering="last_fetched_at")
+    def last_fetched(self, url):
+        return exact(relative(url.last_fetched_at, empty="never"), moment(url.last_fetched_at))
+
+    @admin.display(description="change rate")
+    def change_rate_human(self, url):
+        if not url.observations or url.change_rate is None:
+            if url.state == UrlState.FETCHED:
+                return "unknown (exploring: too few revisits yet)"
+            return "unknown (not fetched yet)" if url.last_fetched_at is None else "unknown"
+        return exact(per_day(url.change_rate), url.change_rate)
+
+    @admin.display(description="recrawl interval")
+    def recrawl_interval_human(self, url):
+        if url.recrawl_interval is None:
+            return "not planned yet"
+        return exact(f"every {duration(url.recrawl_interval)}", f"{url.recrawl_interval} s")
+
+    def run_object_action(self, request, url, action):
+        return _summary(service.recrawl_now([url.id], _actor(request)), "Recrawl now")
+
+    def object_links(self, url):
+        links = [(f"host {url.host.origin}", reverse("admin:frontier_host_change", args=[url.host_id])),
+                 ("its crawl log lines", f"{reverse('admin:fetch_crawllogentry_changelist')}?"
+                                         f"{urlencode({'host_id': url.host_id, 'q': url.url})}")]
+        document = document_of(url.id)
+        if document:
+            document_id, archived = document
+            links.append(("its document", reverse("admin:indexer_document_change", args=[document_id])))
+            if archived:
+                links.append(("raw response", reverse("admin:indexer_document_raw", args=[document_id])))
+        return links
 
     def get_search_results(self, request, queryset, search_term):
         """A whole URL is found by its key (an index lookup, however big the table);
@@ -449,16 +586,49 @@ class ExcludedDomainAdmin(admin.ModelAdmin):
         service.resume_excluded_urls(domains)
 
 
-@admin.register(CrawlLimits)
-class CrawlLimitsAdmin(admin.ModelAdmin):
-    """The one row of limits, shown with the values in force (an empty field means the
-    setting's default, which is shown too), the crawl's pause switch as actions."""
+# The limits an operator sets here: (field, the setting its empty value falls back to).
+LIMIT_DEFAULTS = (("depth_limit", "CRAWLER_DEPTH_LIMIT"), ("url_length_limit", "CRAWLER_MAX_URL_LENGTH"),
+                  ("max_urls_per_host", "CRAWLER_MAX_URLS_PER_HOST"))
 
+
+class CrawlLimitsForm(forms.ModelForm):
+    """Each limit says what is in force and what an empty field means."""
+
+    class Meta:
+        model = CrawlLimits
+        fields = [field for field, _ in LIMIT_DEFAULTS]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for field, setting in LIMIT_DEFAULTS:
+            default = getattr(settings, setting)
+            value = getattr(self.instance, field)
+            in_force = f"{default} (the default)" if value is None else f"{value} (set here)"
+            self.fields[field].help_text = (f"in force: {in_force}. Empty = the default, {setting} = {default}.")
+            self.fields[field].widget.attrs.update(placeholder=f"default: {default}", style="width: 12em")
+        self.fields["url_length_limit"].label = "URL length limit"
+        self.fields["max_urls_per_host"].label = "URLs per host"
+
+
+@admin.register(CrawlLimits)
+class CrawlLimitsAdmin(ObjectActionsAdmin):
+    """The one row of limits, and the crawl's pause switch. The list is skipped: it opens
+    the row itself, with the crawl's state, Pause/Resume as a button, and each limit in force
+    beside its default."""
+
+    form = CrawlLimitsForm
     list_display = ("__str__", "crawl_state", "depth_in_force", "url_length_in_force", "quota_in_force",
                     "excluded_domains", "updated_at")
-    fields = ("depth_limit", "url_length_limit", "max_urls_per_host", "paused_at", "version", "updated_at")
-    readonly_fields = ("paused_at", "version", "updated_at")
+    fieldsets = (
+        ("The crawl", {"fields": ("crawl_state",)}),
+        ("Limits", {"description": "links found from now on are held to these (running workers see a change "
+                                   "within about 2 s)",
+                    "fields": [field for field, _ in LIMIT_DEFAULTS]}),
+        (None, {"fields": ("excluded_domains", "version", "updated_at")}),
+    )
+    readonly_fields = ("crawl_state", "excluded_domains", "version", "updated_at")
     actions = ["pause_crawl", "resume_crawl"]
+    object_actions = (("pause", "Pause the whole crawl"), ("resume", "Resume the crawl"))
 
     def has_add_permission(self, request):
         return False  # the row exists: the changelist makes it
@@ -470,12 +640,26 @@ class CrawlLimitsAdmin(admin.ModelAdmin):
         return request.user.has_perm("frontier.change_host")
 
     def changelist_view(self, request, extra_context=None):
-        CrawlLimits.objects.get_or_create(pk=1)  # "0 crawl limits" said nothing about the ones in force
+        row, _ = CrawlLimits.objects.get_or_create(pk=1)  # "0 crawl limits" said nothing about the ones in force
+        if request.method == "GET":  # a list of one row: open the row (the list's actions still POST here)
+            return redirect(reverse("admin:frontier_crawllimits_change", args=[row.pk]))
         return super().changelist_view(request, extra_context)
+
+    def available_object_actions(self, request, row):
+        actions = dict(super().available_object_actions(request, row))
+        actions.pop("resume" if row.paused_at is None else "pause", None)
+        return list(actions.items())
+
+    def run_object_action(self, request, row, action):
+        if action == "pause":
+            return _summary(service.pause_crawl(_actor(request)), "Pause the crawl")
+        return _summary(service.resume_crawl(_actor(request)), "Resume the crawl")
 
     @admin.display(description="crawl")
     def crawl_state(self, row):
-        return f"paused since {row.paused_at:%Y-%m-%d %H:%M:%S}" if row.paused_at else "running"
+        if row.paused_at:
+            return f"paused since {moment(row.paused_at)}: no host is leased, running sessions stop"
+        return "running"
 
     @admin.display(description="depth limit")
     def depth_in_force(self, row):
@@ -491,7 +675,9 @@ class CrawlLimitsAdmin(admin.ModelAdmin):
 
     @admin.display(description="excluded domains")
     def excluded_domains(self, row):
-        return ExcludedDomain.objects.count()
+        count = ExcludedDomain.objects.count()
+        return format_html('<a href="{}">{} excluded domain{}</a>', reverse("admin:frontier_excludeddomain_changelist"),
+                           count, "" if count == 1 else "s")
 
     @admin.action(description="Pause the whole crawl", permissions=["steer"])
     def pause_crawl(self, request, queryset):

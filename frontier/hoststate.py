@@ -60,10 +60,16 @@ class HostState:
     state: str  # one of STATES
     text: str  # the line an operator reads
     until: datetime | None = None  # when it changes by itself (lease end, wait end)
+    word: str = ""  # the state in a word or two: "waiting" for politeness, "backing off" for trouble
 
-    @property
-    def label(self) -> str:
-        return self.state.replace("_", " ")
+    def short(self, now: datetime | None = None) -> str:
+        """For a list column: "waiting · in 3 s", "leased · 50 s left", "idle"."""
+        word = self.word or self.state.replace("_", " ")
+        if self.until is None:
+            return word
+        if self.state == LEASED:
+            return f"{word} · {relative(self.until, now).removeprefix('in ')} left"
+        return f"{word} · {relative(self.until, now)}"
 
 
 def state_of(host: Host, *, has_due: bool | None = None, now: datetime | None = None) -> HostState:
@@ -79,10 +85,12 @@ def state_of(host: Host, *, has_due: bool | None = None, now: datetime | None = 
     if host.next_fetch_at and host.next_fetch_at > now:
         reason = host.wait_reason
         words = WAIT_REASON_TEXT.get(reason, reason.replace("_", " ") if reason else "")
-        verb = "waiting for" if reason in POLITENESS_REASONS or not reason else "backing off:"
+        polite = reason in POLITENESS_REASONS or not reason
+        verb = "waiting for" if polite else "backing off:"
         detail = f"{verb} {words} " if words else "waiting "
         return HostState(BACKING_OFF, f"{detail}until {moment(host.next_fetch_at)} "
-                                      f"({relative(host.next_fetch_at, now)})", host.next_fetch_at)
+                                      f"({relative(host.next_fetch_at, now)})", host.next_fetch_at,
+                         "waiting" if polite else f"backing off ({words.split(' (')[0]})")
     if has_due is None:
         has_due = Url.objects.filter(host=host, state=UrlState.QUEUED, next_fetch_at__lte=now).exists()
     if has_due:

@@ -15,6 +15,8 @@ from .models import Document
 
 # Shown in the page; the whole body is one click away as a download.
 RAW_PREVIEW_BYTES = 256 * 1024
+# A document's text on its page, before "show all".
+TEXT_PREVIEW_CHARS = 400
 
 
 @admin.register(Document)
@@ -23,13 +25,28 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
     edited title would show in search while its words were never indexed. Recrawl the URL
     instead."""
 
-    list_display = ("address", "raw_link", "title", "status", "size", "indexed", "noindex", "duplicate_of",
-                    "fetched_at")
+    list_display = ("address", "title", "status", "indexed", "duplicate_of", "fetched_at", "raw_link")
     list_filter = ("indexed", "noindex")  # booleans: fixed choices, no DISTINCT scan
     search_fields = ("address", "title")
     raw_id_fields = ("url", "duplicate_of")
     readonly_fields = ("url_link", "raw_link", "content_hash", "size", "status", "fetched_at",
-                       "warc_file", "warc_offset", "warc_length")
+                       "warc_file", "warc_offset", "warc_length", "text")
+    fieldsets = (
+        (None, {"fields": ("url_link", "address", "title", "headings", "text")}),
+        ("Response", {"fields": ("status", "content_type", "size", "fetched_at", "content_hash", "raw_link")}),
+        ("Index", {"fields": ("indexed", "noindex", "duplicate_of")}),
+        ("Archive", {"fields": ("warc_file", "warc_offset", "warc_length")}),
+    )
+
+    @admin.display(description="text")
+    def text(self, document):
+        """The stored text, folded: its first lines, the rest one click away."""
+        body = document.body or ""
+        if len(body) <= TEXT_PREVIEW_CHARS:
+            return body or "–"
+        return format_html('<details><summary>{}… ({} characters: show all)</summary>'
+                           '<div style="white-space: pre-wrap">{}</div></details>',
+                           body[:TEXT_PREVIEW_CHARS], f"{len(body):,}", body)
 
     @admin.display(description="frontier URL")
     def url_link(self, document):

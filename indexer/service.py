@@ -325,3 +325,10 @@ def document_counts() -> dict:
         "duplicates": Document.objects.exclude(duplicate_of=None).count(),
         "noindex": Document.objects.filter(noindex=True).count(),
     }
+
+
+def document_of(url_id: int) -> tuple[int, bool] | None:
+    """The document stored for a frontier URL, as (document id, whether its response is
+    archived), or None: what the URL's admin page links to."""
+    row = Document.objects.filter(url_id=url_id).values_list("id", "warc_file").first()
+    return (row[0], bool(row[1])) if row else None

@@ -351,9 +351,21 @@ def test_admin_actions_steer_and_are_audited_like_the_api(admin_client):
 @pytest.mark.django_db
 def test_the_crawl_limits_page_shows_the_values_in_force_defaults_included(admin_client, settings):
     settings.CRAWLER_MAX_URLS_PER_HOST = 777
-    page = admin_client.get("/admin/frontier/crawllimits/").content.decode()
-    assert "777 (default)" in page and f"{settings.CRAWLER_DEPTH_LIMIT} (default)" in page and "running" in page
-    assert "0 crawl limits" not in page
+    CrawlLimits.objects.update_or_create(pk=1, defaults={"depth_limit": 5})
+    response = admin_client.get("/admin/frontier/crawllimits/", follow=True)
+    assert response.redirect_chain == [("/admin/frontier/crawllimits/1/change/", 302)]  # one row: open it
+    page = response.content.decode()
+    assert "in force: 777 (the default). Empty = the default, CRAWLER_MAX_URLS_PER_HOST = 777." in page
+    assert 'placeholder="default: 777"' in page
+    assert f"in force: 5 (set here). Empty = the default, CRAWLER_DEPTH_LIMIT = {settings.CRAWLER_DEPTH_LIMIT}." in page
+    assert "running" in page and "paused since" not in page and "0 crawl limits" not in page
+    # The switch is a button saying what it does, and only the one that applies.
+    assert "Pause the whole crawl</button>" in page and "Resume the crawl</button>" not in page
+    response = admin_client.post("/admin/frontier/crawllimits/1/act/pause/", follow=True)
+    page = response.content.decode()
+    assert CrawlLimits.objects.get(pk=1).paused_at is not None
+    assert "Resume the crawl</button>" in page and "Pause the whole crawl</button>" not in page
+    assert "paused since " in page and " UTC: no host is leased" in page
 
 
 @pytest.mark.django_db
