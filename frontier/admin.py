@@ -523,13 +523,14 @@ class UrlPatternAdmin(ReadOnlyAdmin):
     search_fields = ("pattern",)
     actions = ["resume_patterns", "stop_patterns"]
 
-    @admin.display(description="new text (host: not a copy of another host's page)")
+    @admin.display(description="new text")
     def yield_share(self, pattern):
+        """Pages with new text (for a host: pages not a copy of another host's page)."""
         return f"{pattern.new_pages / pattern.pages:.0%}" if pattern.pages else "–"
 
-    @admin.display(description="counts")
+    @admin.display(description="kind")
     def kind(self, pattern):
-        return "host (mirror test)" if traps.is_host_pattern(pattern.pattern) else "path pattern (trap test)"
+        return "host (mirror test)" if traps.is_host_pattern(pattern.pattern) else "path (trap test)"
 
     @admin.action(description="Resume: not a trap (queue its URLs again, never stop it)", permissions=["steer"])
     def resume_patterns(self, request, queryset):
@@ -703,11 +704,16 @@ class SteeringActionAdmin(DerivedDataAdmin):
 
 @admin.register(DeadLetter)
 class DeadLetterAdmin(DerivedDataAdmin):
-    list_display = ("url", "reason", "last_status", "attempts", "created_at")
+    list_display = ("url_text", "reason", "last_status", "attempts", "created_at")
     list_filter = ("reason", "last_status")  # a small table: DISTINCT is cheap here
     list_select_related = ("url",)
     raw_id_fields = ("url",)
     actions = ["requeue"]
+
+    @admin.display(description="URL", ordering="url__url")
+    def url_text(self, letter):
+        # Not the foreign key itself: the admin would keep a long URL on one line (nowrap).
+        return letter.url.url
 
     @admin.action(description="Requeue selected URLs", permissions=["steer"])
     def requeue(self, request, queryset):

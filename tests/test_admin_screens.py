@@ -203,3 +203,37 @@ def test_the_crawl_limits_page_is_the_crawl_switch_with_the_limits_in_force(page
     press(page, "button:text('Resume the crawl')")
     assert page.text_content(".field-crawl_state .readonly").strip() == "running"
     assert page.problems == []
+
+
+def test_every_list_of_the_crawl_fits_1366_px_with_long_urls(page):
+    """Every changelist of our apps, each with a row whose URL is long, scans at 1366 px
+    beside the sidebar and the filters: about eight columns, nothing cut off."""
+    from django.contrib import admin
+    from django.urls import reverse
+
+    from fetch.models import CrawlLogEntry
+    from frontier.models import DeadLetter, SteeringAction, UrlPattern
+
+    host = Host.objects.create(origin="http://a-rather-long-host-name.example-of-a-site.test", address="10.1.2.3")
+    long_path = "/" + "/".join(f"section-{n}/chapter-{n}" for n in range(8)) + "/page.html?view=full&lang=en"
+    url = make_url(host, long_path, state=UrlState.FAILED, last_status=500, outcome="http_500", attempts=4,
+                   last_fetched_at=timezone.now(), observations=3, change_rate=1.5)
+    DeadLetter.objects.create(url=url, reason="http_500", last_status=500, attempts=4)
+    Document.objects.create(url=url, address=url.url, title="A title that goes on for a while " * 3,
+                            body="text", content_hash="cd" * 32)
+    CrawlLogEntry.objects.create(at=timezone.now(), kind="page", url=url.url, url_id=url.id, host_id=host.id,
+                                 origin=host.origin, status=500, outcome="server_error", bytes=12345, ms=87,
+                                 worker="a-machine-name/worker-12345", lease="0123456789abcdef0123456789abcdef")
+    UrlPattern.objects.create(key=1, pattern=host.origin + "/section-#/chapter-#/…", pages=40, new_pages=2)
+    SteeringAction.objects.create(actor="admin:op", action="recrawl_now", target=url.url, result="1 changed")
+    ours = [model for model in admin.site._registry if model._meta.app_label in ("frontier", "fetch", "indexer",
+                                                                                  "console")]
+    assert len(ours) >= 15
+    wide = {}
+    for model in ours:
+        page.goto(page.base + reverse(f"admin:{model._meta.app_label}_{model._meta.model_name}_changelist"))
+        columns = visible_columns(page)
+        if not fits(page) or len(columns) > 8:
+            wide[model._meta.model_name] = columns
+    assert wide == {}
+    assert page.problems == []

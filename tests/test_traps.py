@@ -135,7 +135,7 @@ def test_the_admin_tells_a_mirror_host_from_a_trap_pattern_and_resumes_it(admin_
     traps.count_yield(pages("/", 5, lambda i: i == 0, MIRROR, copied=lambda i: i > 0)
                       + pages("/day/", 5, lambda i: False))
     page = admin_client.get("/admin/frontier/urlpattern/?stopped_at__isnull=False").content.decode()
-    assert "host (mirror test)" in page and "path pattern (trap test)" in page and MIRROR in page
+    assert "host (mirror test)" in page and "path (trap test)" in page and MIRROR in page
     host_row = UrlPattern.objects.get(pattern=MIRROR)
     response = admin_client.post("/admin/frontier/urlpattern/", {"action": "resume_patterns",
                                                                  "_selected_action": [host_row.id]}, follow=True)
