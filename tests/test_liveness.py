@@ -8,7 +8,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
@@ -256,6 +256,26 @@ def test_beat_shows_when_it_last_ran_and_when_it_is_late():
     assert {t["task"] for t in recent["tasks"]} >= {"console.sample_metrics", "frontier.sweep_expired_leases"}
     PeriodicTask.objects.update(last_run_at=now - timedelta(hours=2))
     assert health.beat_runs(now)["late"] is True
+
+
+# --- how the crawl runs --------------------------------------------------------------------------
+
+def test_the_mode_is_embedded_on_sqlite_and_read_from_the_processes_on_postgresql():
+    ensure_periodic_tasks()
+    now = timezone.now()
+    for pid in (1, 2):
+        ProcessHeartbeat.objects.create(kind="worker", name=f"w-{pid}", hostname="h", pid=pid)
+    PeriodicTask.objects.update(last_run_at=now - timedelta(minutes=20))  # beat ran, and stopped
+    mode = health.liveness(now)["mode"]
+    if connection.vendor == "sqlite":  # one machine, no broker: whatever rows say
+        assert (mode["mode"], mode["label"]) == ("embedded", "embedded (SQLite, no crawl running)")
+        return
+    assert (mode["mode"], mode["label"]) == ("distributed", "distributed: 2 workers, no dispatcher, "
+                                                            "beat late (last run 20 min ago)")
+    ProcessHeartbeat.objects.all().delete()
+    ProcessHeartbeat.objects.create(kind="embedded", name="embedded", hostname="h", pid=3,
+                                    seen_at=now - timedelta(minutes=2), stopped_at=now - timedelta(minutes=2))
+    assert health.liveness(now)["mode"]["mode"] == "embedded"  # the last one heard from
 
 
 # --- Flower's names, the favicon -------------------------------------------------------------------------
