@@ -202,7 +202,8 @@ def crawl_state(now=None, *, mode: dict | None = None, broker_answers: bool | No
         return state | {"state": "paused",
                         "detail": f"An operator paused the crawl at {moment(paused_since)}: nothing is fetched "
                                   "until it is resumed.",
-                        "advice": "Resume it in the admin (crawl limits: the resume action) or with `POST /crawl/resume`."}
+                        "advice": "Resume it in the admin (crawl limits: the resume action) or with "
+                                  "`POST /crawl/resume`."}
     if not frontier.has_pending_work():
         return state | {"state": "idle", "detail": "Nothing is queued.", "advice": _idle_advice(mode, now)}
     if last_request and (now - last_request).total_seconds() <= window:

@@ -158,7 +158,8 @@ def test_the_dashboard_renders_its_charts_and_refreshes_itself(live_server, brow
         id => [id, window.dashboard.charts[id].data.labels]))""")
     assert labels == {"chart-top-errors": ["http://h2.test"], "chart-top-gone": ["http://h0.test"],
                       "chart-errors": ["timeout"]}
-    assert page.evaluate("() => window.dashboard.charts['chart-top-gone'].data.datasets[0].backgroundColor") == "#a0a7b4"
+    gone_colour = page.evaluate("() => window.dashboard.charts['chart-top-gone'].data.datasets[0].backgroundColor")
+    assert gone_colour == "#a0a7b4"
     assert page.text_content("#gone") == "1"
     assert [r[1] for r in rows(page, "#recent-errors")] == ["http://h2.test/29"]
 
