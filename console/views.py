@@ -159,13 +159,19 @@ def dashboard_data(request):
     """Everything the dashboard draws: the metrics sample, the history over the range asked
     for (?minutes=, one of history.RANGES_MINUTES), and the live panels (health.py)."""
     minutes = history.range_minutes(request.GET.get("minutes"))
+    now = timezone.now()
+    figures = metrics.snapshot()
     return JsonResponse({
-        "now": timezone.now().isoformat(),  # the page measures ages against the server's clock
-        "metrics": metrics.snapshot(),
+        "now": now.isoformat(),  # the page measures ages against the server's clock
+        # ... and shows times in the server's zone, named, as the admin and the search page do
+        # (crawlerweb/humanize.py): the IANA name for the browser's Intl, the name people read.
+        "time_zone": settings.TIME_ZONE,
+        "time_zone_name": timezone.localtime(now).tzname(),
+        "metrics": figures,
         "history": history.series(minutes),
         "range_minutes": minutes,
         "health": health.host_health(),
-        "liveness": health.liveness(),
+        "liveness": health.liveness(now, broker_answers=figures.get("fetch_queues") is not None),
     })
 
 

@@ -432,6 +432,13 @@ def sitemap_changes(changes: list[tuple[str, float]], base: str | None = None, n
     return len(moves)
 
 
+def has_revisits_due(now: datetime | None = None) -> bool:
+    """Whether some settled URL's next visit is due and waits for release_due (beat, or
+    `crawl --continuous`): the dashboard's "start beat" advice. Stops at the first one
+    (url_state_due)."""
+    return Url.objects.filter(state__in=RELEASED_STATES, next_fetch_at__lte=now or timezone.now()).exists()
+
+
 def due_counts(now: datetime | None = None) -> dict:
     """Revisits due now and later, for the status line and `status`."""
     now = now or timezone.now()

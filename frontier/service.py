@@ -71,7 +71,7 @@ from .records import (
     save_robots,
     settle_unstorable,
 )
-from .recrawl import due_counts, plan_recrawl, release_due, sitemap_changes
+from .recrawl import due_counts, has_revisits_due, plan_recrawl, release_due, sitemap_changes
 from .scope import InvalidScope, ScopeSpec, parse_spec
 from .stats import (
     crawl_paused_since,
@@ -122,7 +122,7 @@ __all__ = [
     # progress and figures
     "crawl_summary", "deferred_work", "has_pending_work", "has_work_due_within", "next_due_in",
     # recrawl
-    "release_due", "plan_recrawl", "due_counts", "sitemap_changes",
+    "release_due", "plan_recrawl", "due_counts", "has_revisits_due", "sitemap_changes",
     "dead_letter_count", "host_figures", "recent_errors", "top_hosts", "url_figures",
     "crawl_paused_since", "host_health", "overdue_work",
     # where a host is, in words (the admin, the dashboard)

@@ -3,7 +3,7 @@
 The URL table is the big one (millions of rows): the counts by state, status, priority,
 outcome and recent window all come out of ONE grouped scan; the host table gets one
 aggregate query plus one for hosts ready now. The dashboard's lists (top hosts, recent
-errors) add three queries restricted to fetched or failed URLs. Host health (the hosts
+errors) add four queries restricted to fetched, failed or gone URLs. Host health (the hosts
 held back, and why) reads only the host table: one aggregate and four short lists.
 """
 
@@ -22,8 +22,10 @@ RECENT_WINDOWS = {"1m": 60, "5m": 300, "15m": 900}
 BAND_NAMES = ("high", "middle", "low")
 # Where the last attempt went wrong and stays wrong: the dashboard's "errors", with the
 # queued URLs waiting for a retry (RETRYING) beside them. BACKOFF is one: its retries are
-# spent and it waits weeks (a host resetting every connection ends there).
-ERROR_STATES = (UrlState.FAILED, UrlState.GONE, UrlState.DENIED, UrlState.HTTP_ERROR, UrlState.BACKOFF)
+# spent and it waits weeks (a host resetting every connection ends there). GONE (404/410)
+# is not: the server answered that the page is no more, which is news about the site, not
+# a failure of the crawl; gone pages are counted apart (top_hosts' by_gone, by_state).
+ERROR_STATES = (UrlState.FAILED, UrlState.DENIED, UrlState.HTTP_ERROR, UrlState.BACKOFF)
 # A retry leaves the URL queued with its attempts counted and the error as its outcome
 # (frontier/outcomes.py); every requeue (recrawl, recrawl-now, dead-letter requeue) sets
 # attempts back to 0.
@@ -113,15 +115,17 @@ def dead_letter_count() -> int:
 
 
 def top_hosts(limit: int = 10) -> dict:
-    """Hosts with the most pages fetched, and with the most errors: URLs whose last attempt
-    failed, retrying ones included (a host that resets every connection has only those)."""
+    """Hosts with the most pages fetched; with the most errors: URLs whose last attempt
+    failed, retrying ones included (a host that resets every connection has only those);
+    and with the most pages gone (404/410), which are answers, not errors."""
     def top(which: Q):
         rows = (Url.objects.filter(which).order_by().values("host")
                 .annotate(n=Count("id")).order_by("-n", "host")[:limit])
         origins = dict(Host.objects.filter(id__in=[r["host"] for r in rows]).values_list("id", "origin"))
         return [{"host": origins.get(r["host"], "?"), "count": r["n"]} for r in rows]
 
-    return {"by_pages": top(Q(state=UrlState.FETCHED)), "by_errors": top(Q(state__in=ERROR_STATES) | RETRYING)}
+    return {"by_pages": top(Q(state=UrlState.FETCHED)), "by_errors": top(Q(state__in=ERROR_STATES) | RETRYING),
+            "by_gone": top(Q(state=UrlState.GONE))}
 
 
 def recent_errors(limit: int = 20) -> list[dict]:
@@ -161,10 +165,12 @@ def host_health(limit: int = 20) -> dict:
 
 def _host_row(row: dict, now) -> dict:
     until = row["next_fetch_at"]
+    waiting = bool(until and until > now)
     return {
         "host": row["origin"],
-        "until": until.isoformat() if until and until > now else None,  # None: free to go now
-        "reason": row["wait_reason"],
+        "until": until.isoformat() if waiting else None,  # None: free to go now
+        # The stored reason says why the last wait was set: stale once it is over (hoststate.py).
+        "reason": row["wait_reason"] if waiting else "",
         "failures": row["failures"],
         "paused_at": row["paused_at"].isoformat() if row["paused_at"] else None,
         "robots_status": row["robots_status"],

@@ -1,16 +1,19 @@
 """The dashboard in a real headless Chromium (Debian's package; `make setup-browser`): its
-charts, headline figures, the crawl's state, processes and host health, the time range,
-the empty and stale states, all without a console error."""
+charts, headline figures, the crawl's state and mode (embedded or distributed) with the
+advice for it, processes and host health, gone pages apart from errors, times in the
+server's zone, the time range, the empty and stale states, the layout at 1366 px, all
+without a console error."""
 
 import re
 import shutil
 import time
 from datetime import timedelta
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connections
+from django.db import connection, connections
 from django.test import Client
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
@@ -69,6 +72,9 @@ def make_history():
         state="fetched", last_status=200, last_fetched_at=now)
     Url.objects.filter(url="http://h0.test/12").update(state="gone", last_status=404, outcome="http_404",
                                                        last_fetched_at=now)
+    # A failure, two minutes ago (outside the last minute's rate): the errors' only host is h2.
+    Url.objects.filter(url="http://h2.test/29").update(state="failed", outcome="timeout", attempts=4,
+                                                       last_fetched_at=now - timedelta(minutes=2))
     for n in range(20):  # older than CRAWLER_METRICS_MAX_AGE: history only, never served as current
         MetricSample.objects.create(taken_at=now - timedelta(seconds=30 + 10 * (20 - n)), figures={
             "urls": {"fetched": n * 20, "by_state": {"queued": 400 - n * 20},
@@ -96,8 +102,8 @@ def make_live_state():
     PeriodicTask.objects.filter(task="console.sample_metrics").update(last_run_at=now - timedelta(seconds=4))
 
 
-def open_dashboard(browser, live_server, staff_cookie, query="?refresh=1"):
-    context = browser.new_context()
+def open_dashboard(browser, live_server, staff_cookie, query="?refresh=1", **context_options):
+    context = browser.new_context(**context_options)
     context.add_cookies([{"name": "sessionid", "value": staff_cookie, "domain": urlsplit(live_server.url).hostname,
                           "path": "/"}])
     page = context.new_page()
@@ -117,13 +123,14 @@ def rows(page, table: str) -> list[list[str]]:
 def test_the_dashboard_renders_its_charts_and_refreshes_itself(live_server, browser, staff_cookie):
     make_history()
     make_live_state()
-    context, page = open_dashboard(browser, live_server, staff_cookie)
+    # A common laptop's width: everything fits without a horizontal scroll bar.
+    context, page = open_dashboard(browser, live_server, staff_cookie, viewport={"width": 1366, "height": 800})
 
     charts = page.evaluate("""() => Object.entries(window.dashboard.charts).map(([id, c]) => ({
         id, type: c.config.type, points: c.data.datasets.reduce((n, d) => n + d.data.filter(v => v).length, 0),
         width: c.width, height: c.height}))""")
     assert {c["id"] for c in charts} == {"chart-rate", "chart-status", "chart-priority", "chart-top-pages",
-                                         "chart-top-errors", "chart-errors"}
+                                         "chart-top-errors", "chart-top-gone", "chart-errors"}
     assert all(c["points"] > 0 and c["width"] > 100 and c["height"] > 100 for c in charts), charts
     # Counts on the status chart, priorities in words, whole numbers on every count axis.
     status = page.evaluate("() => window.dashboard.charts['chart-status'].data.labels")
@@ -144,13 +151,29 @@ def test_the_dashboard_renders_its_charts_and_refreshes_itself(live_server, brow
     assert page.evaluate("""() => { const c = document.getElementById('chart-status');
         const px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
         for (let i = 3; i < px.length; i += 4) if (px[i] > 0) return true; return false; }""")
-    assert page.text_content("#fetched") == "13"  # 12 fetched, 1 gone
-    assert "http://h0.test/12" in page.text_content("#recent-errors")
+    assert page.text_content("#fetched") == "14"  # 12 fetched, 1 gone, 1 failed
+
+    # A page gone (404) is an answer, not an error: counted and charted apart, in grey.
+    labels = page.evaluate("""() => Object.fromEntries(['chart-top-errors', 'chart-top-gone', 'chart-errors'].map(
+        id => [id, window.dashboard.charts[id].data.labels]))""")
+    assert labels == {"chart-top-errors": ["http://h2.test"], "chart-top-gone": ["http://h0.test"],
+                      "chart-errors": ["timeout"]}
+    gone_colour = page.evaluate("() => window.dashboard.charts['chart-top-gone'].data.datasets[0].backgroundColor")
+    assert gone_colour == "#a0a7b4"
+    assert page.text_content("#gone") == "1"
+    assert [r[1] for r in rows(page, "#recent-errors")] == ["http://h2.test/29"]
 
     # The crawl's state, who is alive, beat, and the hosts held back.
     assert page.get_attribute("#crawl-state", "data-state") == "crawling"
     assert page.text_content("#online") == "1 / 1"
-    assert re.fullmatch(r"\d+ s ago", page.text_content("#beat"))  # 4 s before the page asked
+    beat_card = page.get_attribute("#beat-card", "class").split()
+    if connection.vendor == "sqlite":  # SQLite runs embedded only: there is no beat to watch
+        assert page.text_content("#mode").startswith("embedded (SQLite")
+        assert page.text_content("#beat") == "not used" and "off" in beat_card and "warn" not in beat_card
+    else:
+        assert page.text_content("#mode") == "distributed: 1 worker, 1 dispatcher, beat every 15 s"
+        assert re.fullmatch(r"\d+ s ago", page.text_content("#beat"))  # 4 s before the page asked
+        assert "off" not in beat_card and "warn" not in beat_card
     processes = {row[1]: row for row in rows(page, "#processes")}
     assert processes["box/worker-11"][3] == "online" and processes["box/worker-11"][6] == "120"
     assert processes["dispatch-box-12"][3] == "online" and processes["dispatch-box-12"][6] == "40 leases"
@@ -162,7 +185,8 @@ def test_the_dashboard_renders_its_charts_and_refreshes_itself(live_server, brow
     assert backoff[1] == "in 3 min"
     assert [r[:2] for r in rows(page, "#health-robots")] == [["http://robots.test", "http_503"]]
     assert page.text_content("#count-breaker") == "1"
-    page.screenshot(path=str(_screenshot_path()), full_page=True)  # var/dashboard.png, for people
+    assert page.evaluate("() => document.documentElement.scrollWidth") <= 1366
+    page.screenshot(path=str(_screenshot_path()), full_page=True)  # var/screens/dashboard.png, for people
 
     # The time range: any of the 24 hours kept, kept in the address for a reload.
     page.select_option("#range", "360")
@@ -173,7 +197,7 @@ def test_the_dashboard_renders_its_charts_and_refreshes_itself(live_server, brow
     Url.objects.filter(url__in=[f"http://h{n % 3}.test/{n}" for n in range(13, 20)]).update(
         state="fetched", last_status=200, last_fetched_at=timezone.now())
     MetricSample.objects.all().delete()  # force a fresh sample on the next poll
-    page.wait_for_function("document.getElementById('fetched').textContent === '20'", timeout=15_000)
+    page.wait_for_function("document.getElementById('fetched').textContent === '21'", timeout=15_000)
     updates = page.evaluate("() => window.dashboard.state")
     assert updates["updates"] >= 2 and updates["errors"] == 0, updates
     assert page.problems == []
@@ -183,8 +207,8 @@ def test_the_dashboard_renders_its_charts_and_refreshes_itself(live_server, brow
 def _screenshot_path():
     from django.conf import settings
 
-    path = settings.BASE_DIR / "var" / "dashboard.png"
-    path.parent.mkdir(exist_ok=True)
+    path = settings.BASE_DIR / "var" / "screens" / "dashboard.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
     return path
 
 
@@ -193,10 +217,14 @@ def test_a_new_crawl_says_it_has_no_data_yet_and_a_stalled_one_says_so(live_serv
     assert page.get_attribute("#crawl-state", "data-state") == "idle"
     empty = page.evaluate("""() => [...document.querySelectorAll('figure.empty')].map(f => f.querySelector('canvas').id)""")
     assert set(empty) == {"chart-rate", "chart-status", "chart-priority", "chart-top-pages", "chart-top-errors",
-                          "chart-errors"}
+                          "chart-top-gone", "chart-errors"}
     assert page.evaluate("""() => getComputedStyle(document.getElementById('chart-rate').closest('figure'),
         '::after').content""").startswith('"no data yet')
-    assert page.text_content("#online") == "0 / 0" and page.text_content("#beat") == "never"
+    assert page.text_content("#online") == "0 / 0"
+    # No process has reported and no beat has run: on SQLite that is the embedded crawl (no
+    # beat to have), on PostgreSQL it could be either, and neither outlines a beat never run.
+    assert page.text_content("#beat") == ("not used" if connection.vendor == "sqlite" else "never")
+    assert "warn" not in page.get_attribute("#beat-card", "class").split()
     assert "no process has reported yet" in page.text_content("#processes-note")
 
     # URLs due for minutes on free hosts, and nobody fetching: stalled, in red.
@@ -206,6 +234,123 @@ def test_a_new_crawl_says_it_has_no_data_yet_and_a_stalled_one_says_so(live_serv
     Host.objects.update(next_fetch_at=long_ago)
     page.wait_for_function("document.getElementById('crawl-state').dataset.state === 'stalled'", timeout=15_000)
     assert "nothing was fetched" in page.text_content("#crawl-state")
+    commands = page.evaluate("() => [...document.querySelectorAll('#crawl-state-advice code')].map(c => c.textContent)")
+    if connection.vendor == "sqlite":
+        assert commands == ["python manage.py crawl", "python manage.py crawl --continuous"]
+    else:  # nobody has reported: either way of running is offered
+        assert commands == ["python manage.py crawl", "celery -A crawlerweb worker", "python manage.py dispatch"]
+    assert page.problems == []
+    context.close()
+
+
+def stalled_frontier():
+    """A URL due for five minutes on a free host, and nothing fetched since."""
+    service.add_urls([service.Candidate("http://due.test/a")])
+    long_ago = timezone.now() - timedelta(minutes=5)
+    Url.objects.update(next_fetch_at=long_ago)
+    Host.objects.update(next_fetch_at=long_ago)
+
+
+def test_the_embedded_mode_has_no_beat_to_miss_and_a_stall_names_manage_py_crawl(live_server, browser,
+                                                                                  staff_cookie):
+    stalled_frontier()
+    # `manage.py crawl` ran here ten minutes ago and stopped; periodic tasks exist (migrate
+    # makes them) but nothing runs them in the embedded mode.
+    ten_minutes_ago = timezone.now() - timedelta(minutes=10)
+    ProcessHeartbeat.objects.create(kind="embedded", name="embedded", hostname="box", pid=7, requests=30,
+                                    started_at=ten_minutes_ago, seen_at=ten_minutes_ago, stopped_at=ten_minutes_ago,
+                                    last_request_at=ten_minutes_ago)
+    ensure_periodic_tasks()
+    context, page = open_dashboard(browser, live_server, staff_cookie)
+
+    assert page.get_attribute("#mode", "data-mode") == "embedded"
+    database = "SQLite" if connection.vendor == "sqlite" else "PostgreSQL"
+    assert page.text_content("#mode") == f"embedded ({database}, no crawl running)"
+    beat_card = page.get_attribute("#beat-card", "class").split()
+    assert page.text_content("#beat") == "not used" and "off" in beat_card and "warn" not in beat_card
+    assert page.evaluate("() => getComputedStyle(document.getElementById('beat-card')).boxShadow") == "none"
+
+    assert page.get_attribute("#crawl-state", "data-state") == "stalled"
+    banner = page.text_content("#crawl-state")
+    commands = page.evaluate("() => [...document.querySelectorAll('#crawl-state-advice code')].map(c => c.textContent)")
+    assert commands == ["python manage.py crawl", "python manage.py crawl --continuous"]
+    assert "resumes the frontier" in banner
+    assert "?." not in banner and ".." not in banner
+    assert not re.search(r"worker|dispatcher|broker|beat", banner), banner  # not the distributed advice
+    assert re.search(r"Last request 10 min ago \(\d\d:\d\d:\d\d UTC\)\.$", banner.strip()), banner
+    assert page.problems == []
+    context.close()
+
+
+def test_a_distributed_crawl_without_beat_says_so_and_names_what_is_missing(live_server, browser, staff_cookie):
+    # A worker and a dispatcher online; beat never ran; a fetched page's revisit is due
+    # (only beat releases it) and nothing is queued.
+    now = timezone.now()
+    service.add_urls([service.Candidate("http://revisit.test/a")])
+    Url.objects.update(state="fetched", last_status=200, last_fetched_at=now - timedelta(days=2),
+                       next_fetch_at=now - timedelta(hours=1))
+    worker = ProcessHeartbeat.objects.create(kind="worker", name="box/worker-11", hostname="box", pid=11,
+                                             last_request_at=now - timedelta(minutes=30))
+    ProcessHeartbeat.objects.create(kind="dispatcher", name="dispatch-box-12", hostname="box", pid=12)
+    ensure_periodic_tasks()
+    PeriodicTask.objects.update(last_run_at=None)
+    context, page = open_dashboard(browser, live_server, staff_cookie)
+
+    advice = lambda: page.evaluate(  # noqa: E731
+        "() => [...document.querySelectorAll('#crawl-state-advice code')].map(c => c.textContent)")
+    beat_card = page.get_attribute("#beat-card", "class").split()
+    if connection.vendor == "sqlite":
+        # SQLite can only be embedded, whatever rows say: no beat, and revisits are
+        # released by `crawl --continuous`.
+        assert page.get_attribute("#mode", "data-mode") == "embedded"
+        assert "warn" not in beat_card and "off" in beat_card
+        assert page.get_attribute("#crawl-state", "data-state") == "idle"
+        assert advice() == ["python manage.py crawl --continuous"]
+        context.close()
+        return
+
+    assert page.text_content("#mode") == "distributed: 1 worker, 1 dispatcher, no beat"
+    assert page.text_content("#beat") == "never" and "warn" in beat_card  # revisits wait for it
+    assert page.get_attribute("#crawl-state", "data-state") == "idle"
+    assert "Revisits are due and beat is not running" in page.text_content("#crawl-state")
+    assert advice() == ["celery -A crawlerweb beat"]
+
+    # The worker dies (its heartbeat ages) while URLs are overdue: the stall names the worker.
+    stalled_frontier()
+    worker.seen_at = timezone.now() - timedelta(minutes=5)
+    worker.save()
+    page.wait_for_function("document.getElementById('crawl-state').dataset.state === 'stalled'", timeout=15_000)
+    assert page.text_content("#mode") == "distributed: no worker, 1 dispatcher, no beat"
+    assert advice() == ["celery -A crawlerweb worker", "celery -A crawlerweb beat"]
+    assert "No worker is online" in page.text_content("#crawl-state")
+    assert "?." not in page.text_content("#crawl-state")
+    assert page.problems == []
+    context.close()
+
+
+def test_times_are_shown_in_the_servers_zone_with_its_name(live_server, browser, staff_cookie, settings):
+    # The server in Paris, the browser in New York with a 12-hour locale: the page shows Paris time.
+    settings.TIME_ZONE = "Europe/Paris"
+    service.add_urls([service.Candidate("http://slow.test/a")])
+    fetched_at = timezone.now() - timedelta(seconds=30)
+    Url.objects.update(state="failed", outcome="timeout", attempts=4, last_fetched_at=fetched_at)
+    for n in range(3):
+        MetricSample.objects.create(taken_at=timezone.now() - timedelta(seconds=60 - 10 * n), figures={
+            "urls": {"fetched": n, "by_state": {"queued": 0}}})
+    context, page = open_dashboard(browser, live_server, staff_cookie, timezone_id="America/New_York",
+                                   locale="en-US")
+    assert page.evaluate("() => Intl.DateTimeFormat().resolvedOptions().timeZone") == "America/New_York"
+
+    paris = fetched_at.astimezone(ZoneInfo("Europe/Paris"))
+    name = paris.tzname()  # CET or CEST
+    (error,) = rows(page, "#recent-errors")
+    assert error[0] == f"{paris:%H:%M:%S} {name}"
+    assert re.fullmatch(rf"updated \d\d:\d\d:\d\d {name} · figures \d+ s old", page.text_content("#status"))
+    labels = page.evaluate("() => window.dashboard.charts['chart-rate'].data.labels")
+    first = MetricSample.objects.order_by("taken_at").first().taken_at.astimezone(ZoneInfo("Europe/Paris"))
+    assert labels[0] == f"{first:%H:%M:%S}"  # 24-hour, no AM/PM
+    assert page.evaluate("() => window.dashboard.charts['chart-rate'].options.scales.x.title.text") == f"time ({name})"
+    assert not re.search(r"\b(AM|PM)\b", page.text_content("body"))
     assert page.problems == []
     context.close()
 

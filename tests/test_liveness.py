@@ -8,7 +8,7 @@ import threading
 from datetime import timedelta
 
 import pytest
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
@@ -74,6 +74,18 @@ def test_it_lists_each_held_back_host_once_with_its_state_until_and_reason(setti
     assert robots["robots_error"] == "http_503" and robots["robots_retry_at"] == soon.isoformat()
 
 
+def test_a_wait_that_is_over_shows_no_stored_reason(settings):
+    # The breaker host's last wait ended a minute ago: it is listed (failures in a row) but
+    # the reason written when that wait was set says nothing about now (frontier/hoststate.py).
+    settings.CRAWLER_HOST_FAILURE_THRESHOLD = 3
+    now = timezone.now()
+    Host.objects.create(origin="http://breaker.test", failures=3, next_fetch_at=now - timedelta(minutes=1),
+                        wait_reason="retry_after_503")
+    (breaker,) = health.host_health()["breaker_open"]["hosts"]
+    assert (breaker["until"], breaker["reason"], breaker["reason_text"]) == (None, "", "")
+    assert health.host_health()["backing_off"]["count"] == 0
+
+
 def test_the_lists_are_bounded_and_say_how_many_there_are():
     now = timezone.now()
     for n in range(5):
@@ -95,9 +107,12 @@ def test_top_hosts_by_errors_counts_a_host_whose_urls_are_all_retrying():
 
     retrying = Url.objects.filter(host__origin="http://resets.test")
     assert {(u.state, u.attempts, u.outcome) for u in retrying} == {("queued", 1, "connection")}
-    assert frontier.top_hosts()["by_errors"] == [{"host": "http://resets.test", "count": 3},
-                                                 {"host": "http://gone.test", "count": 1}]
-    assert frontier.url_figures()["errors_by_kind"] == {"connection": 3, "http_404": 1}
+    top = frontier.top_hosts()
+    assert top["by_errors"] == [{"host": "http://resets.test", "count": 3}]
+    # A 404 is the server's answer, not a failure of the crawl: counted apart, never as an error.
+    assert top["by_gone"] == [{"host": "http://gone.test", "count": 1}]
+    assert frontier.url_figures()["errors_by_kind"] == {"connection": 3}
+    assert {e["url"] for e in frontier.recent_errors()} == {f"http://resets.test/{n}" for n in range(3)}
 
 
 def test_urls_whose_retries_are_spent_still_count_as_errors():
@@ -241,6 +256,26 @@ def test_beat_shows_when_it_last_ran_and_when_it_is_late():
     assert {t["task"] for t in recent["tasks"]} >= {"console.sample_metrics", "frontier.sweep_expired_leases"}
     PeriodicTask.objects.update(last_run_at=now - timedelta(hours=2))
     assert health.beat_runs(now)["late"] is True
+
+
+# --- how the crawl runs --------------------------------------------------------------------------
+
+def test_the_mode_is_embedded_on_sqlite_and_read_from_the_processes_on_postgresql():
+    ensure_periodic_tasks()
+    now = timezone.now()
+    for pid in (1, 2):
+        ProcessHeartbeat.objects.create(kind="worker", name=f"w-{pid}", hostname="h", pid=pid)
+    PeriodicTask.objects.update(last_run_at=now - timedelta(minutes=20))  # beat ran, and stopped
+    mode = health.liveness(now)["mode"]
+    if connection.vendor == "sqlite":  # one machine, no broker: whatever rows say
+        assert (mode["mode"], mode["label"]) == ("embedded", "embedded (SQLite, no crawl running)")
+        return
+    assert (mode["mode"], mode["label"]) == ("distributed", "distributed: 2 workers, no dispatcher, "
+                                                            "beat late (last run 20 min ago)")
+    ProcessHeartbeat.objects.all().delete()
+    ProcessHeartbeat.objects.create(kind="embedded", name="embedded", hostname="h", pid=3,
+                                    seen_at=now - timedelta(minutes=2), stopped_at=now - timedelta(minutes=2))
+    assert health.liveness(now)["mode"]["mode"] == "embedded"  # the last one heard from
 
 
 # --- Flower's names, the favicon -------------------------------------------------------------------------

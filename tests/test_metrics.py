@@ -83,14 +83,15 @@ def test_the_json_figures_count_what_is_in_the_frontier(client, auth, crawl_stat
     assert list(urls["queued_by_priority"]) == ["10", "0", "-10"]  # best first
     assert urls["queued_by_band"] == {"high": 0, "middle": 6, "low": 0}
     assert urls["queued_due_now"] == 5 and urls["retrying"] == 1
-    assert urls["errors_by_kind"] == {"http_404": 1, "http_503": 1, "timeout": 1}
+    assert urls["errors_by_kind"] == {"http_503": 1, "timeout": 1}  # a.test/4 is gone (404): no error
     assert body["hosts"]["total"] == 2 and body["hosts"]["leased"] == 1 and body["hosts"]["ready"] == 1
     assert body["robots"]["never"] == 2
     assert body["dead_letters"] == 1
     assert body["documents"]["indexed"] == 1
     assert body["top_hosts"]["by_pages"] == [{"host": "http://a.test", "count": 4}]
     assert {h["host"] for h in body["top_hosts"]["by_errors"]} == {"http://a.test", "http://b.test"}
-    assert [e["url"] for e in body["recent_errors"]][-1] == "http://a.test/4"  # the oldest last
+    assert body["top_hosts"]["by_gone"] == [{"host": "http://a.test", "count": 1}]
+    assert {e["url"] for e in body["recent_errors"]} == {"http://a.test/5", "http://b.test/x"}  # not the gone one
     assert body["age_seconds"] >= 0 and body["rates_per_second"] is None  # one sample: no rate yet
 
 
