@@ -10,8 +10,8 @@ from django.test import Client
 
 from console.keys import check_key, create_key
 from console.models import ApiKey
-from frontier import service
-from frontier.models import CrawlLimits, CrawlScope, ExcludedDomain, Seed, Url
+from frontier import bulk, service
+from frontier.models import CrawlLimits, CrawlScope, ExcludedDomain, Host, Seed, Url
 
 pytestmark = pytest.mark.django_db
 
@@ -164,6 +164,35 @@ def test_reposting_seeds_logs_each_seed_once(api):
     assert Seed.objects.count() == 1 and CrawlScope.objects.count() == 1
 
 
+def test_ten_thousand_seeds_of_one_scope_definition_share_one_scope_row(api, django_assert_max_num_queries):
+    # One host under the host scope, then 10,000 hosts under the web scope: two definitions.
+    # The statements do not grow with the seeds (no row-by-row scope, host or seed writes).
+    with django_assert_max_num_queries(30):
+        body = api.post("/seed/urls", {"urls": [f"http://one.test/p/{n}" for n in range(10_000)]}).json()
+    assert body["added"] == 10_000 and CrawlScope.objects.count() == 1 and Seed.objects.count() == 10_000
+    hosts = [f"http://h{n}.test/" for n in range(10_000)]
+    with django_assert_max_num_queries(30):
+        body = api.post("/seed/urls", {"urls": hosts, "scope": "web"}).json()
+    assert body["added"] == 10_000 and Host.objects.count() == 10_001
+    web = CrawlScope.objects.get(kind="web")
+    assert CrawlScope.objects.count() == 2 and Seed.objects.filter(scope=web).count() == 10_000
+    assert set(Url.objects.filter(host__origin__startswith="http://h").values_list("scopes", flat=True)) == {str(web.id)}
+    # Posting them again reuses the rows: nothing new anywhere.
+    body = api.post("/seed/urls", {"urls": hosts, "scope": "web"}).json()
+    assert body["added"] == 0 and body["alreadyKnown"] == 10_000
+    assert CrawlScope.objects.count() == 2 and Seed.objects.count() == 20_000 and Url.objects.count() == 20_000
+
+
+def test_seeds_of_many_hosts_get_one_host_scope_each_once(api):
+    hosts = [f"http://www.s{n}.test/" for n in range(50)] + [f"https://s{n}.test/other" for n in range(50)]
+    api.post("/seed/urls", {"urls": hosts})
+    # www. or not, http or https: one site, one host scope (docs/urls.md).
+    assert CrawlScope.objects.count() == 50
+    assert sorted(CrawlScope.objects.values_list("anchor", flat=True)) == sorted(f"s{n}.test" for n in range(50))
+    api.post("/seed/urls", {"urls": hosts[:10] + [f"http://s{n}.test/new" for n in range(50, 60)]})
+    assert CrawlScope.objects.count() == 60 and Seed.objects.count() == 110
+
+
 @pytest.mark.parametrize("scope, message", [
     ("galaxy", "scope: unknown scope 'galaxy'; one of host, domain, prefix, web"),
     (7, "scope must be a string or an object, got an integer"),
@@ -197,10 +226,13 @@ def test_a_failing_database_leaves_no_seed_half_added(api, monkeypatch):
     def broken(*args, **kwargs):
         raise DatabaseError("disk full")
 
-    monkeypatch.setattr(Seed.objects, "bulk_create", broken)
+    monkeypatch.setattr(bulk, "log_seeds", broken)  # the last statement of a seeding
     response = api.post("/seed/urls", {"urls": ["http://a.test/", "http://b.test/"]})
     assert response.status_code == 503 and "nothing was applied" in error_of(response)
-    assert not Url.objects.exists()
+    assert not Url.objects.exists() and not Host.objects.exists() and not CrawlScope.objects.exists()
+    monkeypatch.undo()
+    body = api.post("/seed/urls", {"urls": ["http://a.test/", "http://b.test/"]}).json()  # the caches forgot it too
+    assert body["added"] == 2 and Seed.objects.count() == 2 and CrawlScope.objects.count() == 2
 
 
 @pytest.mark.parametrize("body, content_type, status, message", [
