@@ -1,7 +1,8 @@
 """Admission: URLs and seeds entering the frontier (DESIGN.md, "the path of a URL", step 1).
 
 normalize -> filter -> scope -> seen test -> store with a priority, in as few queries as
-possible; seeds are logged with the scope their links are judged by.
+possible. Seeds come through here too, from frontier/seeding.py, which logs them with the
+scope their links are judged by.
 """
 
 import dataclasses
@@ -51,6 +52,10 @@ class AdmitResult:
     rejected: dict[str, int] = field(default_factory=dict)
     # Per input position: the canonical URL or "rejected:<reason>", for API answers.
     verdicts: list[str] = field(default_factory=list)
+    # Seeds only (frontier/seeding.py), by input position: the limit a rejection broke, and
+    # (code, message) of an accepted seed the crawler will not fetch as things stand.
+    details: dict[int, str] = field(default_factory=dict)
+    warnings: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def reject(self, reason: str) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
@@ -357,50 +362,6 @@ def forget_caches() -> None:
 
 def default_scope() -> ScopeSpec:
     return ScopeSpec(settings.CRAWLER_DEFAULT_SCOPE)
-
-
-def add_seeds(urls: list[str], spec: ScopeSpec | None = None) -> AdmitResult:
-    """Admit seeds (depth 0) under a scope each (`spec` anchored on the seed; default
-    CRAWLER_DEFAULT_SCOPE) and log them, all or nothing: one transaction, so an API call
-    that fails midway leaves no trace (a seed list is small; link batches are not).
-
-    A seed already in the frontier keeps its state; a new scope then applies to the
-    links found from now on (while it waits, it gains the scope)."""
-    spec = spec or default_scope()
-    try:
-        return _add_seeds(urls, spec)
-    except BaseException:
-        scope.forget_loaded_scopes()  # rows loaded inside the rolled-back transaction
-        raise
-
-
-def _add_seeds(urls: list[str], spec: ScopeSpec) -> AdmitResult:
-    with transaction.atomic():
-        limits = current_limits()
-        norms = []
-        for url in urls:
-            try:
-                norm = normalize(url)
-            except InvalidUrl:
-                norm = None  # add_urls rejects it, with the reason
-            # A seed the filters refuse gets no scope row (add_urls says why it is refused).
-            norms.append(norm if norm and not rejection_reason(norm, 0, 0, limits) else None)
-        scoped = [norm for norm in norms if norm]
-        ids = iter(scope.scope_ids_for_seeds(spec, scoped) if scoped else ())
-        scope_ids = [next(ids) if norm else None for norm in norms]
-        result = add_urls([Candidate(url=url, scopes=str(scope_id or "")) for url, scope_id in zip(urls, scope_ids)])
-        bulk.log_seeds(list({(verdict, scope_id): None for verdict, scope_id in zip(result.verdicts, scope_ids)
-                             if not verdict.startswith("rejected:")}))
-    return result
-
-
-def seed_rejection(url: str) -> str | None:
-    """Why a seed would not be admitted under the limits in force (None: it would be)."""
-    try:
-        norm = normalize(url)
-    except InvalidUrl as exc:
-        return exc.args[0]
-    return rejection_reason(norm, 0, 0, current_limits())
 
 
 def canonical_url(url: str, base: str | None = None) -> str | None:
