@@ -307,18 +307,21 @@ def _hosts(origins: set[str]) -> tuple[dict[str, int], dict[int, int]]:
     counts = {i: known.counts.get(i, 0) for i in ids.values()}
     missing = origins - ids.keys()
 
-    def load(subset):
-        for origin, host_id, url_count, domain in bulk.find(Host, "origin", ("id", "url_count", "domain"), subset):
+    def load(rows):
+        for origin, host_id, url_count, domain in rows:
             ids[origin], counts[host_id] = host_id, url_count
             known.domains[host_id] = domain
 
+    columns = ("id", "url_count", "domain")
     if missing:
-        load(missing)
+        load(bulk.find(Host, "origin", columns, missing))
         new = missing - ids.keys()
         if new:
-            bulk.insert_new(Host, ("origin", "domain"),
-                            [(o, scope.registered_domain(origin_hostname(o))) for o in new])
-            load(new)
+            load(bulk.insert_new(Host, ("origin", "domain"),
+                                 [(o, scope.registered_domain(origin_hostname(o))) for o in new],
+                                 returning=("origin", *columns)))
+            if new - ids.keys():  # SQLite, or hosts a concurrent writer inserted first
+                load(bulk.find(Host, "origin", columns, new - ids.keys()))
     return ids, counts
 
 

@@ -273,15 +273,18 @@ def set_host_bands(bands: dict[int, int]) -> None:
                            [(band, host_id, band) for host_id, band in sorted(bands.items())])
 
 
-def insert_new(model, columns: tuple[str, ...], rows: list[tuple]) -> None:
+def insert_new(model, columns: tuple[str, ...], rows: list[tuple], returning: tuple[str, ...] = ()) -> list[tuple]:
     """Insert rows of `columns` (every other column its model default) whose unique key is
     not taken; a row whose key is there (or is being inserted by a concurrent transaction,
     which it waits for) is skipped. Rows go in the order of their first column: concurrent
     inserts of the same keys never deadlock. For hosts and scopes, which are found or
     created by the thousand when seeds arrive: the ORM's bulk_create builds a model object
-    per row and a placeholder per value, which costs more than the statement."""
+    per row and a placeholder per value, which costs more than the statement.
+
+    Returns the `returning` columns of the rows inserted on PostgreSQL; nothing on SQLite
+    (its executemany returns no rows): the caller reads back what it did not get."""
     if not rows:
-        return
+        return []
     rows = sorted(rows)
     table = model._meta.db_table
     other, values = defaults(model, columns)
@@ -291,12 +294,13 @@ def insert_new(model, columns: tuple[str, ...], rows: list[tuple]) -> None:
             cursor.execute(
                 f"""INSERT INTO {table} ({names}, {", ".join(other)})
                     SELECT {names}, {typed(model, other)} FROM unnest({arrays(model, columns)}) AS t({names})
-                    ORDER BY {columns[0]} ON CONFLICT DO NOTHING""",
+                    ORDER BY {columns[0]} ON CONFLICT DO NOTHING{" RETURNING " + ", ".join(returning) if returning else ""}""",
                 values + [list(column) for column in zip(*rows)])
-            return
+            return cursor.fetchall() if returning else []
         cursor.executemany(f"INSERT INTO {table} ({names}, {', '.join(other)}) "
                            f"VALUES ({marks(len(columns) + len(other))}) ON CONFLICT DO NOTHING",
                            [row + tuple(values) for row in rows])
+    return []
 
 
 def find(model, key: str, columns: tuple[str, ...], keys: list) -> list[tuple]:

@@ -67,7 +67,8 @@ def _add_seeds(urls: list[str], spec: ScopeSpec) -> AdmitResult:
                 norms.append(None)  # add_urls rejects it, with the reason
         # A seed the filters refuse gets no scope row (add_urls says why it is refused).
         scoped = [norm if norm and not rejection_reason(norm, 0, 0, limits) else None for norm in norms]
-        ids = iter(scope.scope_ids_for_seeds(spec, [norm for norm in scoped if norm]) if any(scoped) else ())
+        kept = [norm for norm in scoped if norm]
+        ids = iter(scope.scope_ids_for_seeds(spec, kept, limits.version) if kept else ())
         scope_ids = [next(ids) if norm else None for norm in scoped]
         result = add_urls([Candidate(url=url, scopes=str(scope_id or "")) for url, scope_id in zip(urls, scope_ids)])
         bulk.log_seeds(list({(verdict, scope_id): None for verdict, scope_id in zip(result.verdicts, scope_ids)
