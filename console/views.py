@@ -28,7 +28,7 @@ REJECTION_MESSAGES = {
     "trap_pattern": "its URL pattern was stopped as a crawler trap (its pages brought no new text)",
     "host_quota": "its host has reached the per-host URL quota",
     "domain_quota": "its registered domain has reached the per-domain URL quota",
-    "out_of_scope": "outside the scope asked for (an exclude pattern matches it)",
+    "out_of_scope": "outside the scope asked for: an exclude pattern matches it",
 }
 
 
@@ -51,14 +51,19 @@ def seed_urls(request):
     for index, verdict in enumerate(result.verdicts):
         if verdict.startswith("rejected:"):
             reason = verdict.removeprefix("rejected:")
-            rejections.append({"index": index, "url": urls[index], "reason": reason,
-                               "message": REJECTION_MESSAGES.get(reason, reason)})
+            message = REJECTION_MESSAGES.get(reason, reason)
+            if index in result.details:  # the limit it breaks
+                message += f" ({result.details[index]})"
+            rejections.append({"index": index, "url": urls[index], "reason": reason, "message": message})
     return JsonResponse({
         "accepted": len(urls) - len(rejections),
         "added": result.admitted,  # new to the frontier
         "alreadyKnown": len(urls) - len(rejections) - result.admitted,  # known, or repeated in the list
         "rejected": len(rejections),
         "rejections": rejections,
+        # Accepted, but not fetched as things stand (an address the SSRF guard refuses).
+        "warnings": [{"index": index, "url": urls[index], "warning": code, "message": message}
+                     for index, (code, message) in sorted(result.warnings.items())],
         "scope": {"kind": scope.kind, "include": list(scope.include), "exclude": list(scope.exclude)},
     })
 

@@ -43,7 +43,7 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import connection as urllib3_connection
 
 from crawlerweb import stagetime
-from crawlerweb.netpolicy import AllowedNetwork
+from crawlerweb.netpolicy import network_allows
 from frontier.vocabulary import FetchError
 
 from . import dns
@@ -64,10 +64,7 @@ def address_allowed(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int
         ip = ip.ipv4_mapped
     if own_service(ip, port):
         return False
-    for net in settings.CRAWLER_ALLOWED_NETWORKS:
-        if net.allows(ip, port) if isinstance(net, AllowedNetwork) else ip in net:
-            return True
-    return ip.is_global and not ip.is_multicast
+    return network_allows(ip, port, settings.CRAWLER_ALLOWED_NETWORKS)
 
 
 _own_services: dict = {}  # the settings' endpoints -> (refused (ip, port) pairs, bind-all ports)

@@ -453,6 +453,8 @@ class SeedAdmin(admin.ModelAdmin):
         if result.rejected:  # the limits changed since the form was checked
             messages.warning(request, f"{obj.url} was not admitted: {', '.join(result.rejected)}")
             return
+        for _, message in result.warnings.values():
+            messages.warning(request, f"{result.verdicts[0]}: {message}")
         saved = Seed.objects.filter(url=result.verdicts[0]).order_by("-id").first()
         obj.pk, obj.url, obj.scope_id, obj.created_at = saved.pk, saved.url, saved.scope_id, saved.created_at
 

@@ -1,7 +1,8 @@
 """Admission: URLs and seeds entering the frontier (DESIGN.md, "the path of a URL", step 1).
 
 normalize -> filter -> scope -> seen test -> store with a priority, in as few queries as
-possible; seeds are logged with the scope their links are judged by.
+possible. Seeds come through here too, from frontier/seeding.py, which logs them with the
+scope their links are judged by.
 """
 
 import dataclasses
@@ -51,6 +52,10 @@ class AdmitResult:
     rejected: dict[str, int] = field(default_factory=dict)
     # Per input position: the canonical URL or "rejected:<reason>", for API answers.
     verdicts: list[str] = field(default_factory=list)
+    # Seeds only (frontier/seeding.py), by input position: the limit a rejection broke, and
+    # (code, message) of an accepted seed the crawler will not fetch as things stand.
+    details: dict[int, str] = field(default_factory=dict)
+    warnings: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def reject(self, reason: str) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
@@ -100,6 +105,9 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
     referrers = defaultdict(set)  # url_key -> other hosts linking to it, not counted before
     counting_inlinks = settings.CRAWLER_SCORE_INLINK_HOST > 0  # off: no UPDATE for known URLs either
     out_of_scope = defaultdict(int)  # scope id -> links it left out
+    # The scopes the batch names, loaded in one query (10,000 seeds may bring 10,000 scopes).
+    scope.load_scopes({int(i) for key in {cand.scopes for cand in candidates} if key for i in key.split(",")},
+                      limits.version)
     for cand in candidates:
         try:
             norm = normalize(cand.url, cand.base)
@@ -299,19 +307,21 @@ def _hosts(origins: set[str]) -> tuple[dict[str, int], dict[int, int]]:
     counts = {i: known.counts.get(i, 0) for i in ids.values()}
     missing = origins - ids.keys()
 
-    def load(subset):
-        for origin, host_id, url_count, domain in Host.objects.filter(origin__in=subset).values_list(
-                "origin", "id", "url_count", "domain"):
+    def load(rows):
+        for origin, host_id, url_count, domain in rows:
             ids[origin], counts[host_id] = host_id, url_count
             known.domains[host_id] = domain
 
+    columns = ("id", "url_count", "domain")
     if missing:
-        load(missing)
+        load(bulk.find(Host, "origin", columns, missing))
         new = missing - ids.keys()
         if new:
-            Host.objects.bulk_create([Host(origin=o, domain=scope.registered_domain(origin_hostname(o)))
-                                      for o in sorted(new)], ignore_conflicts=True)
-            load(new)
+            load(bulk.insert_new(Host, ("origin", "domain"),
+                                 [(o, scope.registered_domain(origin_hostname(o))) for o in new],
+                                 returning=("origin", *columns)))
+            if new - ids.keys():  # SQLite, or hosts a concurrent writer inserted first
+                load(bulk.find(Host, "origin", columns, new - ids.keys()))
     return ids, counts
 
 
@@ -355,49 +365,6 @@ def forget_caches() -> None:
 
 def default_scope() -> ScopeSpec:
     return ScopeSpec(settings.CRAWLER_DEFAULT_SCOPE)
-
-
-def add_seeds(urls: list[str], spec: ScopeSpec | None = None) -> AdmitResult:
-    """Admit seeds (depth 0) under a scope each (`spec` anchored on the seed; default
-    CRAWLER_DEFAULT_SCOPE) and log them, all or nothing: one transaction, so an API call
-    that fails midway leaves no trace (a seed list is small; link batches are not).
-
-    A seed already in the frontier keeps its state; a new scope then applies to the
-    links found from now on (while it waits, it gains the scope)."""
-    spec = spec or default_scope()
-    try:
-        return _add_seeds(urls, spec)
-    except BaseException:
-        scope.forget_loaded_scopes()  # rows loaded inside the rolled-back transaction
-        raise
-
-
-def _add_seeds(urls: list[str], spec: ScopeSpec) -> AdmitResult:
-    with transaction.atomic():
-        candidates, scope_ids = [], []
-        for url in urls:
-            try:
-                scope_id = scope.scope_for(spec, normalize(url)).id
-            except InvalidUrl:
-                scope_id = None  # add_urls rejects it, with the reason
-            scope_ids.append(scope_id)
-            candidates.append(Candidate(url=url, scopes=str(scope_id or "")))
-        result = add_urls(candidates)
-        accepted = {(verdict, scope_id): None for verdict, scope_id in zip(result.verdicts, scope_ids)
-                    if not verdict.startswith("rejected:")}
-        known = set(Seed.objects.filter(url__in=[url for url, _ in accepted]).values_list("url", "scope_id"))
-        Seed.objects.bulk_create([Seed(url=url, scope_id=scope_id) for url, scope_id in accepted
-                                  if (url, scope_id) not in known])
-    return result
-
-
-def seed_rejection(url: str) -> str | None:
-    """Why a seed would not be admitted under the limits in force (None: it would be)."""
-    try:
-        norm = normalize(url)
-    except InvalidUrl as exc:
-        return exc.args[0]
-    return rejection_reason(norm, 0, 0, current_limits())
 
 
 def canonical_url(url: str, base: str | None = None) -> str | None:

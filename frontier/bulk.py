@@ -10,16 +10,18 @@ order (url_key, host id), so concurrent workers wait for each other but never de
 """
 
 from django.db import connection
+from django.utils import timezone
 
-from crawlerweb.bulksql import arrays, defaults, in_chunks, locked, marks, typed
+from crawlerweb.bulksql import arrays, column_type, defaults, in_chunks, locked, marks, typed
 
-from .models import Host, ServerAddress, Url
+from .models import Host, Seed, ServerAddress, Url
 
 # The URL columns a new link brings; every other column takes its model default.
 LINK_COLUMNS = ("url_key", "url", "host_id", "depth", "redirect_hops", "priority", "referrer_id", "scopes", "kind",
                 "inlink_hosts", "hint")
 _DEPTH, _SCOPES = LINK_COLUMNS.index("depth"), LINK_COLUMNS.index("scopes")
 _URLS, _HOSTS, _ADDRESSES = Url._meta.db_table, Host._meta.db_table, ServerAddress._meta.db_table
+_SEEDS = Seed._meta.db_table
 
 
 def insert_urls(rows: list[tuple]) -> tuple[set[int], dict[int, tuple[int, str, str]]]:
@@ -269,3 +271,72 @@ def set_host_bands(bands: dict[int, int]) -> None:
             return
         cursor.executemany(f"UPDATE {_HOSTS} SET band = %s WHERE id = %s AND band <> %s",
                            [(band, host_id, band) for host_id, band in sorted(bands.items())])
+
+
+def insert_new(model, columns: tuple[str, ...], rows: list[tuple], returning: tuple[str, ...] = ()) -> list[tuple]:
+    """Insert rows of `columns` (every other column its model default) whose unique key is
+    not taken; a row whose key is there (or is being inserted by a concurrent transaction,
+    which it waits for) is skipped. Rows go in the order of their first column: concurrent
+    inserts of the same keys never deadlock. For hosts and scopes, which are found or
+    created by the thousand when seeds arrive: the ORM's bulk_create builds a model object
+    per row and a placeholder per value, which costs more than the statement.
+
+    Returns the `returning` columns of the rows inserted on PostgreSQL; nothing on SQLite
+    (its executemany returns no rows): the caller reads back what it did not get."""
+    if not rows:
+        return []
+    rows = sorted(rows)
+    table = model._meta.db_table
+    other, values = defaults(model, columns)
+    names = ", ".join(columns)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"""INSERT INTO {table} ({names}, {", ".join(other)})
+                    SELECT {names}, {typed(model, other)} FROM unnest({arrays(model, columns)}) AS t({names})
+                    ORDER BY {columns[0]} ON CONFLICT DO NOTHING{" RETURNING " + ", ".join(returning) if returning else ""}""",
+                values + [list(column) for column in zip(*rows)])
+            return cursor.fetchall() if returning else []
+        cursor.executemany(f"INSERT INTO {table} ({names}, {', '.join(other)}) "
+                           f"VALUES ({marks(len(columns) + len(other))}) ON CONFLICT DO NOTHING",
+                           [row + tuple(values) for row in rows])
+    return []
+
+
+def find(model, key: str, columns: tuple[str, ...], keys: list) -> list[tuple]:
+    """Rows (key, *columns) of `model` whose unique `key` is one of `keys`: on PostgreSQL one
+    array parameter, not one placeholder per key."""
+    table, names = model._meta.db_table, ", ".join((key, *columns))
+    found = []
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"SELECT {names} FROM {table} WHERE {key} = ANY(%s::{column_type(model, key)}[])",
+                           [list(keys)])
+            return cursor.fetchall()
+        for chunk in in_chunks(list(keys)):
+            cursor.execute(f"SELECT {names} FROM {table} WHERE {key} IN ({marks(len(chunk))})", chunk)
+            found.extend(cursor.fetchall())
+    return found
+
+
+def log_seeds(seeds: list[tuple[str, int | None]]) -> None:
+    """Log seeds (canonical URL, scope id or None) not logged before with that scope."""
+    if not seeds:
+        return
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"""INSERT INTO {_SEEDS} (url, scope_id, created_at)
+                    SELECT v.url, v.scope_id, %s FROM unnest(%s::text[], %s::bigint[]) AS v(url, scope_id)
+                    WHERE NOT EXISTS (SELECT 1 FROM {_SEEDS} s
+                                      WHERE s.url = v.url AND s.scope_id IS NOT DISTINCT FROM v.scope_id)""",
+                [now, [url for url, _ in seeds], [scope_id for _, scope_id in seeds]])
+            return
+        known = set()
+        for chunk in in_chunks([url for url, _ in seeds]):
+            cursor.execute(f"SELECT url, scope_id FROM {_SEEDS} WHERE url IN ({marks(len(chunk))})", chunk)
+            known.update(cursor.fetchall())
+        adapt = connection.ops.adapt_datetimefield_value
+        cursor.executemany(f"INSERT INTO {_SEEDS} (url, scope_id, created_at) VALUES (%s, %s, %s)",
+                           [(url, scope_id, adapt(now)) for url, scope_id in seeds if (url, scope_id) not in known])

@@ -30,6 +30,12 @@ class Limits:
     def is_excluded(self, host: str) -> bool:
         return domain_excluded(host, self.excluded_domains)
 
+    def excluded_by(self, host: str) -> str | None:
+        """The excluded domain that covers host (itself or a parent), if any."""
+        labels = host.split(".")
+        return next((d for d in (".".join(labels[i:]) for i in range(len(labels))) if d in self.excluded_domains),
+                    None)
+
 
 def domain_excluded(host: str, domains: frozenset[str] | set[str]) -> bool:
     """True when host is one of the domains or a subdomain of one."""

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from django.db.models import F
 from publicsuffixlist import PublicSuffixList
 
+from . import bulk
 from .models import CrawlLimits, CrawlScope, ScopeKind
 from .normalize import NormalUrl
 
@@ -147,6 +148,7 @@ class Scope:
 # which bumps CrawlLimits.version (limits.py notices within seconds; then this is cleared).
 _lock = threading.Lock()
 _loaded: dict[int, Scope] = {}
+MAX_LOADED_SCOPES = 100_000
 _loaded_version = [None]
 
 
@@ -155,18 +157,33 @@ def scopes_for(key: str, version: int) -> list[Scope]:
     if not key:
         return []
     ids = [int(i) for i in key.split(",")]
+    load_scopes(ids, version)
+    with _lock:
+        return [_loaded[i] for i in ids if i in _loaded]
+
+
+def load_scopes(ids, version: int) -> None:
+    """Load the scopes of these ids this process has not loaded, in one query: a batch of
+    links (or 10,000 seeds with 10,000 scopes) costs one query, not one per scope."""
     with _lock:
         if _loaded_version[0] != version:
             _loaded.clear()
             _loaded_version[0] = version
-        missing = [i for i in ids if i not in _loaded]
+        missing = sorted({i for i in ids if i not in _loaded})
     if missing:
-        rows = CrawlScope.objects.filter(id__in=missing).values_list("id", "kind", "anchor", "include", "exclude")
-        fresh = {row[0]: Scope(*row) for row in rows}
-        with _lock:
-            _loaded.update(fresh)
+        _remember(bulk.find(CrawlScope, "id", ("kind", "anchor", "include", "exclude"), missing), version)
+
+
+def _remember(rows, version: int) -> None:
+    """Scopes (id, kind, anchor, include, exclude) just read, when the limits' version is
+    `version` (rows loaded under an older one are dropped first)."""
+    fresh = {row[0]: Scope(*row) for row in rows}
     with _lock:
-        return [_loaded[i] for i in ids if i in _loaded]
+        # Bounded: seeding 10,000 sites brings 10,000 host scopes; past the bound, start again.
+        if _loaded_version[0] != version or len(_loaded) + len(fresh) > MAX_LOADED_SCOPES:
+            _loaded.clear()
+            _loaded_version[0] = version
+        _loaded.update(fresh)
 
 
 def forget_loaded_scopes() -> None:
@@ -202,6 +219,33 @@ def scope_for(spec: ScopeSpec, seed: NormalUrl) -> CrawlScope:
         key=definition_key(spec.kind, anchor, include, exclude),
         defaults=dict(kind=spec.kind, anchor=anchor, include=include, exclude=exclude))
     return row
+
+
+def scope_ids_for_seeds(spec: ScopeSpec, seeds: list[NormalUrl], version: int) -> list[int]:
+    """scope_for's row ids for many seeds at once, in their order: the distinct definitions
+    they ask for are looked up in one query and the missing ones inserted in one statement
+    (a row a concurrent seeding inserted first is skipped and read back after), so 10,000
+    seeds cost two statements whatever the number of scopes. `version`: the limits'
+    version in force (the scopes are kept loaded under it)."""
+    include, exclude = "\n".join(spec.include), "\n".join(spec.exclude)
+    seed_anchors = [anchor_for(spec.kind, seed) for seed in seeds]
+    anchors = {definition_key(spec.kind, anchor, include, exclude): anchor for anchor in set(seed_anchors)}
+    key_of = {anchor: key for key, anchor in anchors.items()}
+    columns = ("id", "kind", "anchor", "include", "exclude")  # find() puts the key first
+    rows = bulk.find(CrawlScope, "key", columns, list(anchors))
+    missing = sorted(anchors.keys() - {row[0] for row in rows})
+    if missing:
+        added = bulk.insert_new(CrawlScope, ("key", "kind", "anchor", "include", "exclude"),
+                                [(key, spec.kind, anchors[key], include, exclude) for key in missing],
+                                returning=("key", *columns))
+        rows += added
+        if len(added) < len(missing):  # SQLite, or rows a concurrent seeding inserted first
+            rows += bulk.find(CrawlScope, "key", columns, sorted(set(missing) - {row[0] for row in added}))
+    # Admission judges the seeds by these scopes next: it finds them loaded (no query). Rows
+    # of a seeding that rolls back are forgotten (seeding.add_seeds).
+    _remember([row[1:] for row in rows], version)
+    ids = {row[0]: row[1] for row in rows}
+    return [ids[key_of[anchor]] for anchor in seed_anchors]
 
 
 def key_taken(row: CrawlScope, include: str, exclude: str) -> bool:

@@ -2,7 +2,8 @@
 admin, the console) may call. They call only the names in __all__; the modules behind it
 are the frontier's own business:
 
-    admission.py  URLs and seeds entering the frontier (normalize, filter, scope, seen test)
+    admission.py  URLs entering the frontier (normalize, filter, scope, seen test)
+    seeding.py    seeds: admitted all or nothing, bare origins, the limit a refusal breaks, warnings
     leases.py     which worker holds which host, for how long; a session's URLs
     records.py    applying fetch results to URLs and hosts (outcomes.py decides)
     recrawl.py    visits as observations, change rates, the budget, releasing due URLs
@@ -16,15 +17,14 @@ from . import scope as _scope
 from .admission import (
     AdmitResult,
     Candidate,
-    add_seeds,
     add_urls,
     canonical_url,
     default_scope,
     forget_caches,
     known_outcomes,
     scope_summary,
-    seed_rejection,
 )
+from .seeding import add_seeds, seed_rejection
 from .controls import (
     UNSET,
     InvalidDomain,

@@ -45,6 +45,12 @@ class Rejection(StrEnum):
     DOMAIN_QUOTA = "domain_quota"  # its registered domain reached CRAWLER_MAX_URLS_PER_DOMAIN
 
 
+class SeedWarning(StrEnum):
+    """Why an accepted seed will not be fetched as things stand (frontier/seeding.py)."""
+
+    REFUSED_ADDRESS = "refused_address"  # an address the SSRF guard refuses (CRAWLER_ALLOWED_NETWORKS)
+
+
 class PageDetail(StrEnum):
     """What became of a 2xx response."""
 

@@ -1,6 +1,7 @@
 """The REST API: who gets in, what each endpoint does, and every way a request can be wrong."""
 
 import json
+import socket
 
 import pytest
 from django.contrib.auth.models import User
@@ -9,9 +10,10 @@ from django.db import DatabaseError
 from django.test import Client
 
 from console.keys import check_key, create_key
+from crawlerweb.netpolicy import parse_allowed
 from console.models import ApiKey
-from frontier import service
-from frontier.models import CrawlLimits, CrawlScope, ExcludedDomain, Seed, Url
+from frontier import bulk, service
+from frontier.models import CrawlLimits, CrawlScope, ExcludedDomain, Host, Seed, Url
 
 pytestmark = pytest.mark.django_db
 
@@ -164,6 +166,35 @@ def test_reposting_seeds_logs_each_seed_once(api):
     assert Seed.objects.count() == 1 and CrawlScope.objects.count() == 1
 
 
+def test_ten_thousand_seeds_of_one_scope_definition_share_one_scope_row(api, django_assert_max_num_queries):
+    # One host under the host scope, then 10,000 hosts under the web scope: two definitions.
+    # The statements do not grow with the seeds (no row-by-row scope, host or seed writes).
+    with django_assert_max_num_queries(30):
+        body = api.post("/seed/urls", {"urls": [f"http://one.test/p/{n}" for n in range(10_000)]}).json()
+    assert body["added"] == 10_000 and CrawlScope.objects.count() == 1 and Seed.objects.count() == 10_000
+    hosts = [f"http://h{n}.test/" for n in range(10_000)]
+    with django_assert_max_num_queries(30):
+        body = api.post("/seed/urls", {"urls": hosts, "scope": "web"}).json()
+    assert body["added"] == 10_000 and Host.objects.count() == 10_001
+    web = CrawlScope.objects.get(kind="web")
+    assert CrawlScope.objects.count() == 2 and Seed.objects.filter(scope=web).count() == 10_000
+    assert set(Url.objects.filter(host__origin__startswith="http://h").values_list("scopes", flat=True)) == {str(web.id)}
+    # Posting them again reuses the rows: nothing new anywhere.
+    body = api.post("/seed/urls", {"urls": hosts, "scope": "web"}).json()
+    assert body["added"] == 0 and body["alreadyKnown"] == 10_000
+    assert CrawlScope.objects.count() == 2 and Seed.objects.count() == 20_000 and Url.objects.count() == 20_000
+
+
+def test_seeds_of_many_hosts_get_one_host_scope_each_once(api):
+    hosts = [f"http://www.s{n}.test/" for n in range(50)] + [f"https://s{n}.test/other" for n in range(50)]
+    api.post("/seed/urls", {"urls": hosts})
+    # www. or not, http or https: one site, one host scope (docs/urls.md).
+    assert CrawlScope.objects.count() == 50
+    assert sorted(CrawlScope.objects.values_list("anchor", flat=True)) == sorted(f"s{n}.test" for n in range(50))
+    api.post("/seed/urls", {"urls": hosts[:10] + [f"http://s{n}.test/new" for n in range(50, 60)]})
+    assert CrawlScope.objects.count() == 60 and Seed.objects.count() == 110
+
+
 @pytest.mark.parametrize("scope, message", [
     ("galaxy", "scope: unknown scope 'galaxy'; one of host, domain, prefix, web"),
     (7, "scope must be a string or an object, got an integer"),
@@ -193,14 +224,89 @@ def test_seeds_of_an_excluded_domain_or_over_the_quota_are_rejected_with_reasons
     assert body["added"] == 2 and Url.objects.filter(host__origin="http://q.test").count() == 2
 
 
+def test_each_rejection_names_the_limit_it_breaks(api):
+    ExcludedDomain.objects.create(domain="blocked.test")
+    CrawlLimits.objects.update_or_create(pk=1, defaults={"max_urls_per_host": 1, "url_length_limit": 40})
+    body = api.post("/seed/urls", {"urls": [
+        "http://q.test/1", "http://q.test/2", "http://a.b.blocked.test/", "http://q.test/" + "x" * 40,
+    ], "scope": {"kind": "host", "exclude": ["/2$"]}}).json()
+    messages = {r["reason"]: r["message"] for r in body["rejections"]}
+    assert messages["url_too_long"] == ("longer than the URL length limit (54 characters in canonical form; "
+                                        "the limit is 40, set by urlLengthLimit or CRAWLER_MAX_URL_LENGTH)")
+    assert "(blocked.test is in excludedDomains" in messages["excluded_domain"]
+    assert "exclude pattern '/2$' matches it" in messages["out_of_scope"]
+    body = api.post("/seed/urls", {"urls": ["http://q.test/3"]}).json()
+    assert body["rejections"][0]["message"] == (
+        "its host has reached the per-host URL quota (http://q.test has its 1 URLs, the quota set by "
+        "maxUrlsPerHost or CRAWLER_MAX_URLS_PER_HOST)")
+
+
+def test_an_accepted_seed_on_an_address_the_crawler_refuses_carries_a_warning(api, settings, monkeypatch):
+    settings.CRAWLER_ALLOWED_NETWORKS = [parse_allowed("127.0.1.0/24:8300")]
+
+    def no_dns(*args, **kwargs):
+        raise AssertionError("seeding must not resolve names")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_dns)
+    urls = ["http://10.0.0.1/", "http://127.0.1.3:8300/", "http://127.0.1.3:8301/", "http://intranet.test/",
+            "http://localhost/", "http://[fe80::1]/", "http://169.254.169.254/latest/", "http://93.184.215.14/"]
+    body = api.post("/seed/urls", {"urls": urls}).json()
+    assert body["accepted"] == len(urls) and body["added"] == len(urls) and body["rejected"] == 0
+    warned = {w["url"]: w["message"] for w in body["warnings"]}
+    assert {w["warning"] for w in body["warnings"]} == {"refused_address"}
+    # A name is judged when it is fetched (fetch.http checks the resolved address): no DNS now.
+    assert set(warned) == {"http://10.0.0.1/", "http://127.0.1.3:8301/", "http://localhost/", "http://[fe80::1]/",
+                           "http://169.254.169.254/latest/"}
+    assert warned["http://10.0.0.1/"] == ("accepted, but it will not be fetched: 10.0.0.1 is a private address "
+                                          "and CRAWLER_ALLOWED_NETWORKS does not allow it (port 80)")
+    assert "127.0.1.3 is a loopback address" in warned["http://127.0.1.3:8301/"]
+    assert "link-local" in warned["http://169.254.169.254/latest/"] and "link-local" in warned["http://[fe80::1]/"]
+    assert [w["index"] for w in body["warnings"]] == [0, 2, 4, 5, 6]
+    settings.CRAWLER_ALLOWED_NETWORKS = [parse_allowed("10.0.0.0/8")]
+    assert api.post("/seed/urls", {"urls": ["http://10.0.0.1/"]}).json()["warnings"] == []
+
+
+def test_the_crawlers_own_services_are_warned_about_even_inside_an_allowed_network(api, settings):
+    settings.CRAWLER_OWN_SERVICES = [("127.0.0.1", 5432), ("0.0.0.0", 5555)]  # tests allow 127.0.0.0/8
+    body = api.post("/seed/urls", {"urls": ["http://127.0.0.1:5432/", "http://127.0.0.2:5555/",
+                                            "http://127.0.0.1:8300/"]}).json()
+    assert [w["index"] for w in body["warnings"]] == [0, 1]
+    assert "one of the crawler's own services" in body["warnings"][0]["message"]
+
+
+@pytest.mark.parametrize("seed, canonical", [
+    ("127.0.1.3:8300", "http://127.0.1.3:8300/"),
+    ("example.test", "http://example.test/"),
+    ("  Example.TEST:8080/docs/?a=1 ", "http://example.test:8080/docs/?a=1"),
+    ("[::1]:8301", "http://[::1]:8301/"),
+    ("localhost", "http://localhost/"),
+])
+def test_a_bare_origin_is_a_seed_on_http(api, seed, canonical):
+    body = api.post("/seed/urls", {"urls": [seed]}).json()
+    assert body["accepted"] == 1 and body["added"] == 1, body
+    assert Url.objects.get().url == canonical and Seed.objects.get().url == canonical
+
+
+@pytest.mark.parametrize("seed, reason", [
+    ("not a url", "unparsable"), ("mailto:a@b.test", "scheme"), ("javascript:alert(1)", "scheme"),
+    ("a.test:http", "scheme"), ("user@a.test", "unparsable"), ("/relative/path", "unparsable"),
+])
+def test_what_is_no_bare_origin_is_refused_as_before(api, seed, reason):
+    body = api.post("/seed/urls", {"urls": [seed]}).json()
+    assert [r["reason"] for r in body["rejections"]] == [reason]
+
+
 def test_a_failing_database_leaves_no_seed_half_added(api, monkeypatch):
     def broken(*args, **kwargs):
         raise DatabaseError("disk full")
 
-    monkeypatch.setattr(Seed.objects, "bulk_create", broken)
+    monkeypatch.setattr(bulk, "log_seeds", broken)  # the last statement of a seeding
     response = api.post("/seed/urls", {"urls": ["http://a.test/", "http://b.test/"]})
     assert response.status_code == 503 and "nothing was applied" in error_of(response)
-    assert not Url.objects.exists()
+    assert not Url.objects.exists() and not Host.objects.exists() and not CrawlScope.objects.exists()
+    monkeypatch.undo()
+    body = api.post("/seed/urls", {"urls": ["http://a.test/", "http://b.test/"]}).json()  # the caches forgot it too
+    assert body["added"] == 2 and Seed.objects.count() == 2 and CrawlScope.objects.count() == 2
 
 
 @pytest.mark.parametrize("body, content_type, status, message", [
@@ -406,6 +512,7 @@ def test_the_openapi_document_matches_the_api(api, settings):
 
     from console import payloads
     from console.views import REJECTION_MESSAGES
+    from frontier.vocabulary import SeedWarning
 
     spec = yaml.safe_load((settings.BASE_DIR / "docs" / "openapi.yaml").read_text())
     for path in spec["paths"]:
@@ -413,6 +520,8 @@ def test_the_openapi_document_matches_the_api(api, settings):
     schemas = spec["components"]["schemas"]
     reasons = schemas["SeedResult"]["properties"]["rejections"]["items"]["properties"]["reason"]["enum"]
     assert set(reasons) == set(REJECTION_MESSAGES)
+    warnings = schemas["SeedResult"]["properties"]["warnings"]["items"]["properties"]["warning"]["enum"]
+    assert set(warnings) == set(SeedWarning)
     limit_body = spec["paths"]["/url/limit"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert set(limit_body["properties"]) == {"excludedDomains", *payloads._LIMIT_FIELDS}
     for name, (_, low, high) in payloads._LIMIT_FIELDS.items():

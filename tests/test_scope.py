@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from frontier import service
-from frontier.models import CrawlScope, Seed, Url
+from frontier.models import CrawlLimits, CrawlScope, Seed, Url
 from frontier.scope import registered_domain
 
 from .crawl_helpers import DEPTH_LIMIT, audit, sample_web
@@ -140,6 +140,22 @@ def test_seed_command_takes_a_scope_and_refuses_a_bad_one():
     assert CrawlScope.objects.get().anchor == "c.test/docs/"
     with pytest.raises(Exception, match="not a valid regular expression"):
         call_command("seed", "http://c.test/", "--include", "[", stdout=StringIO())
+
+
+def test_seed_command_takes_bare_origins_and_says_what_it_will_not_fetch_and_why(settings):
+    settings.CRAWLER_ALLOWED_NETWORKS = []
+    CrawlLimits.objects.update_or_create(pk=1, defaults={"url_length_limit": 30})
+    out = StringIO()
+    call_command("seed", "127.0.1.3:8300", "c.test/docs/", "http://c.test/" + "x" * 30, stdout=out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == ("warning\thttp://127.0.1.3:8300/\taccepted, but it will not be fetched: 127.0.1.3 is a "
+                        "loopback address and CRAWLER_ALLOWED_NETWORKS does not allow it (port 8300)")
+    assert lines[1] == "ok\thttp://c.test/docs/"
+    assert lines[2].startswith("rejected:url_too_long\thttp://c.test/xxx")
+    assert lines[2].endswith("\t(44 characters in canonical form; the limit is 30, set by urlLengthLimit or "
+                             "CRAWLER_MAX_URL_LENGTH)")
+    assert lines[3] == "2 new, 0 already known, 1 with a warning, 1 rejected; scope: host"
+    assert set(Url.objects.values_list("url", flat=True)) == {"http://127.0.1.3:8300/", "http://c.test/docs/"}
 
 
 # --- through real HTTP ----------------------------------------------------------------------
