@@ -185,6 +185,7 @@ class SearchBackend(ABC):
         return contextlib.nullcontext()
 
     def search(self, query: str | Query, limit: int = 10, offset: int = 0) -> SearchResults:
+        """Hits offset to offset + limit, best first, and the count (limit 0: the count only)."""
         parsed = query if isinstance(query, Query) else parse(query)
         results = SearchResults(parsed)
         if parsed.empty:
@@ -201,7 +202,7 @@ class SearchBackend(ABC):
             total = self.count(parsed, True, cap)
             results.any_word = bool(total)
         results.total, results.total_is_lower_bound = total, total >= cap
-        if not total or offset >= total:
+        if not total or offset >= total or limit <= 0:  # limit 0: the count only
             return results
         stats = self.corpus_stats()
         weights = ranking.Weights.from_settings()
