@@ -1,7 +1,8 @@
 """Pages of results: one rule for the search page, search.json and `manage.py search`.
 
 A ranked search orders CRAWLER_SEARCH_CANDIDATES matches exactly, so that is as deep as its
-results go (more would be an arbitrary order). The last page is the one holding the last
+results go (more would be an arbitrary order); a site listing (site: and no words) is in
+URL order, as deep as the count goes (CRAWLER_SEARCH_COUNT_LIMIT). The last page is the one holding the last
 result shown; a page past it is answered with the count and the last page's number and no
 hits (never "page 100 of 9"), without ranking anything.
 """
@@ -26,8 +27,9 @@ def page_number(value) -> int:
 
 
 def deepest_result(query: Query) -> int:
-    """How many results of this query can be shown at most, over all its pages."""
-    return settings.CRAWLER_SEARCH_CANDIDATES
+    """How many results of this query can be shown at most, over all its pages: a site
+    listing (site: and no words, by URL) as many as are counted."""
+    return settings.CRAWLER_SEARCH_COUNT_LIMIT if query.lists_sites else settings.CRAWLER_SEARCH_CANDIDATES
 
 
 @dataclass(frozen=True)

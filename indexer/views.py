@@ -1,6 +1,7 @@
 """Search page and its JSON twin. Public read-only: they show only what was indexed.
 
-Both take q (see indexer.query: words and identifiers, "phrases", site:host) and page;
+Both take q (see indexer.query: words and identifiers, "phrases", site:host; site: alone
+lists the site's pages by URL) and page;
 both report how many pages matched, how many pages of results there are (a page past the
 last gets none, and says which is the last: indexer.paging), whether the answer fell back
 to pages with any of the words, and whether the query was cut.
@@ -31,12 +32,13 @@ def search_json(request):
     if not query:
         return JsonResponse({"error": "missing query parameter q"}, status=400)
     results, pages = service.search_page(query, page, PAGE_SIZE)
-    if results.query.empty:
-        return JsonResponse({"error": "the query has no words to search for", "query": results.query.text}, status=400)
+    if results.query.empty and not results.query.sites:
+        return JsonResponse({"error": "the query has no words or site: to search for", "query": results.query.text},
+                            status=400)
     return JsonResponse({
         "query": results.query.text, "page": page, "last_page": pages.last_page, "total": results.total,
         "total_is_lower_bound": results.total_is_lower_bound, "any_word": results.any_word,
-        "truncated": results.query.truncated, "sites": results.query.sites,
+        "truncated": results.query.truncated, "sites": results.query.sites, "order": results.order,
         "next_page": page + 1 if pages.has_next else None,
         "results": [h.as_dict() for h in results],
     })

@@ -143,6 +143,35 @@ def test_search_json_pages_and_reports_counts(client, many_pages):
     assert fallback["any_word"] and fallback["total"] == 23
 
 
+def test_site_alone_lists_that_sites_pages_by_url_on_the_page_and_in_json(client, many_pages):
+    expected = sorted(f"http://docs.b.test/p{i}" for i in range(1, 23, 2))
+    first = client.get("/search.json?q=site%3Ab.test").json()
+    second = client.get("/search.json?q=site%3Ab.test&page=2").json()
+    assert (first["total"], first["last_page"], first["next_page"], first["order"], first["sites"]) == (
+        11, 2, 2, "url", ["b.test"])
+    assert [r["url"] for r in first["results"] + second["results"]] == expected and second["next_page"] is None
+    assert first["results"][0]["snippet"].startswith("the pagedword story number")
+    html = client.get("/?q=site%3Ab.test").content.decode()
+    assert "11 pages on b.test, by URL" in html and html.count('class="hit"') == 10 and "page 1 of 2" in html
+    assert "http://a.test/" not in html and "no words" not in html
+    assert client.get("/search.json?q=pagedword").json()["order"] == "relevance"
+    assert "No results" in client.get("/?q=site%3Anowhere.test").content.decode()
+    nothing = client.get("/search.json?q=%22%22")
+    assert nothing.status_code == 400 and "no words" in nothing.json()["error"]
+
+
+def test_the_search_command_lists_a_site(many_pages):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("search", "site:a.test", "--limit", "5", "--page", "3", stdout=out)
+    text = out.getvalue()
+    assert text.startswith("12 pages on a.test, by URL · page 3 of 3\n")
+    assert "11. Page" in text and "12. Page" in text and "docs.b.test" not in text and "[0.000]" not in text
+
+
 @pytest.fixture
 def eighty_four_pages():
     docs = []

@@ -59,6 +59,7 @@ class SearchResults:
     total: int = 0
     total_is_lower_bound: bool = False  # counting stopped at CRAWLER_SEARCH_COUNT_LIMIT
     any_word: bool = False  # no page had every term: these have some of them
+    order: str = "relevance"  # or "url": a site: with no words lists the site's pages by URL
 
     def __iter__(self):
         return iter(self.hits)
@@ -141,6 +142,11 @@ class SearchBackend(ABC):
         pre-ordering is needed."""
 
     @abstractmethod
+    def listed(self, query: Query, limit: int, offset: int) -> list[Candidate]:
+        """The pages of the query's sites (it has no words), by URL (byte order) then id:
+        limit of them from offset, with no score."""
+
+    @abstractmethod
     def prefixes(self, document_ids: list[int], chars: int) -> dict[int, str]:
         """The first chars characters of each document's body (for snippets)."""
 
@@ -188,10 +194,32 @@ class SearchBackend(ABC):
         """Hits offset to offset + limit, best first, and the count (limit 0: the count only)."""
         parsed = query if isinstance(query, Query) else parse(query)
         results = SearchResults(parsed)
+        if parsed.lists_sites:
+            with self.reading():
+                return self._list(parsed, results, limit, offset)
         if parsed.empty:
             return results
         with self.reading():
             return self._search(parsed, results, limit, offset)
+
+    def _list(self, parsed: Query, results: SearchResults, limit: int, offset: int) -> SearchResults:
+        """site: and no words: the sites' pages by URL, matched by the same site tokens as
+        a search with words (a host and its subdomains), each with its text's start."""
+        from ..snippets import make_snippet
+
+        cap = settings.CRAWLER_SEARCH_COUNT_LIMIT
+        results.order = "url"
+        results.total = self.count(parsed, False, cap)
+        results.total_is_lower_bound = results.total >= cap
+        if not results.total or offset >= results.total or limit <= 0:
+            return results
+        shown = self.listed(parsed, limit, offset)
+        scan = settings.CRAWLER_SEARCH_SNIPPET_SCAN_CHARS
+        texts = self.prefixes([c.document_id for c in shown], scan)
+        results.hits = [SearchHit(c.document_id, c.address, c.title,
+                                  make_snippet(texts.get(c.document_id, ""), set(), "", scan), 0.0, c.fetched_at)
+                        for c in shown]
+        return results
 
     def _search(self, parsed: Query, results: SearchResults, limit: int, offset: int) -> SearchResults:
         from ..snippets import make_snippet

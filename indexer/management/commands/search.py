@@ -29,10 +29,12 @@ class Command(BaseCommand):
             return
         more = "more than " if hits.total_is_lower_bound else ""
         some = " with some of the words (no page has all of them)" if hits.any_word else ""
+        some += f" on {', '.join(hits.query.sites)}, by URL" if hits.order == "url" else ""
         self.stdout.write(f"{more}{hits.total} page{'s' if hits.total != 1 else ''}{some}"
                           + ("" if pages.past_last else f" · page {page} of {pages.last_page}") + "\n")
         if pages.past_last:
             self.stdout.write(past)
         for rank, hit in enumerate(hits, pages.first):
-            self.stdout.write(f"{rank}. {hit.title or '(untitled)'}  [{hit.score:.3f}]\n"
+            score = "" if hits.order == "url" else f"  [{hit.score:.3f}]"  # a site listing: by URL
+            self.stdout.write(f"{rank}. {hit.title or '(untitled)'}{score}\n"
                               f"   {hit.url}\n   {hit.snippet_text}\n")
