@@ -22,7 +22,7 @@ from django.utils import timezone
 from crawlerweb import stagetime
 from frontier.vocabulary import Observation, PageDetail
 
-from . import bulk, linksources, neardup, paging, textstore
+from . import bulk, linksources, neardup, paging, snippets, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint, words_moved
 from .linksources import LinkSource
@@ -231,7 +231,8 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
         if previous:
             backend.delete(previous)
         ids = bulk.upsert_documents([
-            (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p), p.content_hash, p.content_type,
+            (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p),
+             snippets.encode_spans(p.parsed.boilerplate), p.content_hash, p.content_type,
              p.status, p.size, p.parsed.noindex, not (p.parsed.noindex or p.canonical), now,
              *_warc_fields(p.archived), None)
             for p in html])

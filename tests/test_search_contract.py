@@ -362,3 +362,37 @@ def test_a_site_listing_leaves_out_what_is_not_indexed(backend):
     Document.objects.filter(id__in=[kept.id, gone.id]).update(indexed=True)
     backend.delete([gone.id])
     assert ids(backend.search("site:gone.test")) == [kept.id]
+
+
+# -- snippets from the page's content, not its furniture (issue 25 item 7) ------------------------
+
+MENU_PAGE = ("<html><head><title>Lighthouses — Coast guide</title></head><body>"
+             "<header><a href='/'>Coast guide</a></header>"
+             "<nav><a href='/'>Home</a> <a href='/ships'>Ships</a> <a href='/lights'>Lights</a></nav>"
+             "<main><h1>Lighthouses</h1><p>A lighthouse guides ships at night. " + "Keepers tend the lamp. " * 5 +
+             "</p><aside>See also: buoys</aside></main><footer>Coast guide, 2026</footer></body></html>")
+
+
+def test_snippets_skip_the_pages_menu_and_its_repeated_title(backend):
+    from indexer import service as indexer
+
+    host = Host.objects.create(origin="http://coast.test")
+    url = Url.objects.create(url_key=9, url="http://coast.test/lights", host=host)
+    page = indexer.prepare_page(url.id, url.url, 200, "text/html", "utf-8", MENU_PAGE.encode())
+    assert indexer.store_pages([page]) == {url.id: "indexed"}
+    hit = backend.search("ships")[0]  # in the menu first, then in the text
+    assert hit.title == "Lighthouses — Coast guide"
+    assert hit.snippet_text.startswith("A lighthouse guides ships at night.") and "<mark>ships</mark>" in hit.snippet_html
+    for furniture in ("Home", "Lights", "Coast guide", "See also", "2026"):
+        assert furniture not in hit.snippet_text
+    listed = backend.search("site:coast.test")[0]  # no words: the content's start
+    assert listed.snippet_text.startswith("A lighthouse guides ships at night.")
+    assert [h.url for h in backend.search("buoys")] == [url.url]  # the index keeps every word
+    assert backend.search("buoys")[0].snippet_text.startswith("A lighthouse")
+
+
+def test_a_page_stored_before_furniture_was_marked_still_loses_its_repeated_title(backend):
+    doc = make_doc(1, "Zeppelins | Air museum", "", "Zeppelins ¶ Rigid airships were built in Friedrichshafen.")
+    backend.add([doc])
+    assert backend.search("site:h.test")[0].snippet_text == "Rigid airships were built in Friedrichshafen."
+    assert backend.search("zeppelins")[0].snippet_text == "Rigid airships were built in Friedrichshafen."

@@ -6,7 +6,8 @@ so a page and a query are cut into the same tokens on every backend. The search 
 is shared (SearchBackend.search): parse the query, count the pages that have every term
 (falling back to any term when none has them all), rank a bounded candidate set with the
 two-group BM25F of indexer.ranking, cut snippets from a bounded prefix of each shown page.
-A backend supplies the database parts: match expressions, counts, candidates and prefixes.
+A backend supplies the database parts: match expressions, counts, candidates and the texts'
+prefixes.
 """
 
 import contextlib
@@ -147,8 +148,26 @@ class SearchBackend(ABC):
         limit of them from offset, with no score."""
 
     @abstractmethod
+    def snippet_sources(self, document_ids: list[int], chars: int) -> dict[int, tuple[str, str]]:
+        """(the first chars characters of the body, Document.boilerplate) of each document."""
+
     def prefixes(self, document_ids: list[int], chars: int) -> dict[int, str]:
-        """The first chars characters of each document's body (for snippets)."""
+        """The first chars characters of each document's body."""
+        return {i: prefix for i, (prefix, _) in self.snippet_sources(document_ids, chars).items()}
+
+    def snippets(self, shown: list[Candidate], query: Query) -> list[str]:
+        """The snippet of each page shown, cut from its content (indexer.snippets)."""
+        from ..snippets import make_snippet, snippet_source
+
+        scan = settings.CRAWLER_SEARCH_SNIPPET_SCAN_CHARS
+        sources = self.snippet_sources([c.document_id for c in shown], scan)
+        highlight = query.highlight_tokens if not query.empty else set()
+        out = []
+        for c in shown:
+            prefix, boilerplate = sources.get(c.document_id, ("", ""))
+            out.append(make_snippet(snippet_source(prefix, boilerplate, c.title), highlight,
+                                    query.text if not query.empty else "", scan))
+        return out
 
     @abstractmethod
     def read_corpus_stats(self) -> ranking.CorpusStats:
@@ -204,9 +223,7 @@ class SearchBackend(ABC):
 
     def _list(self, parsed: Query, results: SearchResults, limit: int, offset: int) -> SearchResults:
         """site: and no words: the sites' pages by URL, matched by the same site tokens as
-        a search with words (a host and its subdomains), each with its text's start."""
-        from ..snippets import make_snippet
-
+        a search with words (a host and its subdomains), each with its content's start."""
         cap = settings.CRAWLER_SEARCH_COUNT_LIMIT
         results.order = "url"
         results.total = self.count(parsed, False, cap)
@@ -214,16 +231,11 @@ class SearchBackend(ABC):
         if not results.total or offset >= results.total or limit <= 0:
             return results
         shown = self.listed(parsed, limit, offset)
-        scan = settings.CRAWLER_SEARCH_SNIPPET_SCAN_CHARS
-        texts = self.prefixes([c.document_id for c in shown], scan)
-        results.hits = [SearchHit(c.document_id, c.address, c.title,
-                                  make_snippet(texts.get(c.document_id, ""), set(), "", scan), 0.0, c.fetched_at)
-                        for c in shown]
+        results.hits = [SearchHit(c.document_id, c.address, c.title, snippet, 0.0, c.fetched_at)
+                        for c, snippet in zip(shown, self.snippets(shown, parsed))]
         return results
 
     def _search(self, parsed: Query, results: SearchResults, limit: int, offset: int) -> SearchResults:
-        from ..snippets import make_snippet
-
         cap = settings.CRAWLER_SEARCH_COUNT_LIMIT
         total = self.count(parsed, False, cap)
         if not total and len(parsed.terms) + len(parsed.phrases) > 1:
@@ -247,13 +259,6 @@ class SearchBackend(ABC):
             candidate.score = ranking.short_score(fields, terms, idfs, stats, weights) + candidate.long_score
         found.sort(key=lambda c: (-c.score, c.document_id))
         shown = found[offset:offset + limit]
-        texts = self.prefixes([c.document_id for c in shown], settings.CRAWLER_SEARCH_SNIPPET_SCAN_CHARS)
-        highlight = parsed.highlight_tokens
-        results.hits = [
-            SearchHit(c.document_id, c.address, c.title,
-                      make_snippet(texts.get(c.document_id, ""), highlight, parsed.text,
-                                   settings.CRAWLER_SEARCH_SNIPPET_SCAN_CHARS),
-                      c.score, c.fetched_at)
-            for c in shown
-        ]
+        results.hits = [SearchHit(c.document_id, c.address, c.title, snippet, c.score, c.fetched_at)
+                        for c, snippet in zip(shown, self.snippets(shown, parsed))]
         return results

@@ -309,11 +309,11 @@ class PostgresSearchBackend(SearchBackend):
                 [query_tsquery(query, False), limit, offset])
             return [Candidate(r[0], r[1], r[2], r[3], 0.0) for r in cur.fetchall()]
 
-    def prefixes(self, document_ids, chars):
+    def snippet_sources(self, document_ids, chars):
         with connections[self.using].cursor() as cur:
-            cur.execute("SELECT id, substr(body, 1, %s) FROM indexer_document WHERE id = ANY(%s)",
+            cur.execute("SELECT id, substr(body, 1, %s), boilerplate FROM indexer_document WHERE id = ANY(%s)",
                         [chars, list(document_ids)])
-            return dict(cur.fetchall())
+            return {document_id: (prefix, boilerplate or "") for document_id, prefix, boilerplate in cur.fetchall()}
 
     def read_corpus_stats(self):
         with connections[self.using].cursor() as cur:

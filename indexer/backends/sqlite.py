@@ -165,13 +165,15 @@ class SQLiteSearchBackend(SearchBackend):
                 [match_expression(query, False), limit, offset])
             return [Candidate(r[0], r[1], r[2], as_datetime(r[3]), 0.0) for r in cur.fetchall()]
 
-    def prefixes(self, document_ids, chars):
+    def snippet_sources(self, document_ids, chars):
         if not document_ids:
             return {}
         marks = ",".join(["%s"] * len(document_ids))
         with connections[self.using].cursor() as cur:
-            cur.execute(f"SELECT id, body FROM indexer_document WHERE id IN ({marks})", list(document_ids))
-            return {document_id: textstore.prefix(body, chars) for document_id, body in cur.fetchall()}
+            cur.execute(f"SELECT id, body, boilerplate FROM indexer_document WHERE id IN ({marks})",
+                        list(document_ids))
+            return {document_id: (textstore.prefix(body, chars), boilerplate or "")
+                    for document_id, body, boilerplate in cur.fetchall()}
 
     def read_corpus_stats(self):
         with connections[self.using].cursor() as cur:
