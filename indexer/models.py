@@ -18,6 +18,9 @@ class Document(models.Model):
     headings = models.TextField(blank=True, default="")
     body = CompressedTextField(blank=True, default="", help_text="visible text (capped; compressed on SQLite: "
                                "indexer/textstore.py)")
+    boilerplate = models.TextField(blank=True, default="", db_default="",
+                                   help_text="where the body is the page's navigation, banners, footers, sidebars: "
+                                   "'start-end' character ranges, space-separated (snippets skip them)")
     content_hash = models.CharField(max_length=64, db_index=True)
     content_type = models.CharField(max_length=100, blank=True, default="")
     status = models.SmallIntegerField(default=200)

@@ -45,6 +45,10 @@ class ParsedPage:
     feeds: list[str] = field(default_factory=list)  # RSS/Atom it announces (<link rel=alternate>), as written
     noindex: bool = False
     nofollow: bool = False
+    # Where `text` is the page's furniture, not its content (navigation, banners, footers,
+    # sidebars): (start, end) character ranges, in order. Snippets skip them; the index
+    # does not (indexer/snippets.py).
+    boilerplate: list[tuple[int, int]] = field(default_factory=list)
 
 
 def choose_encoding(body: bytes, http_charset: str | None) -> str:
@@ -113,6 +117,80 @@ def _parse_bytes(body: bytes, encoding: str):
     if codec == "utf-8" and parser.error_log.filter_types(_INVALID_BYTES):
         return False
     return doc
+
+
+# A page's furniture: the landmarks of ARIA's banner, navigation, contentinfo, complementary
+# and search roles, as elements or as role attributes (Sphinx marks its sidebars and its
+# "related" bars role="navigation"). <header>/<footer> inside an article, a main or a
+# section belong to that content (they are a banner or contentinfo only at the page's
+# level, in HTML-ARIA's mapping). The tags are found by lxml's tag filter; role attributes
+# by an XPath walk, only on pages whose bytes say "role=". parse_html took 0.64 ms a page
+# without this and 0.69 with it (1,500 real HTML files of 17 KB, the best of six passes).
+_FURNITURE_TAGS = ("nav", "aside", "header", "footer")
+_FURNITURE_ROLES = frozenset({"navigation", "banner", "contentinfo", "complementary", "search"})
+_WITH_ROLE = etree.XPath("/descendant::*[@role]")
+_ROLE_BYTES = re.compile(rb"(?i)\srole\s*=")
+_SECTIONING = ("article", "main", "section")
+# Markers around furniture while the text is made (noncharacters: Unicode reserves them
+# for a program's internal use; any a page carries are dropped from its text).
+_START, _END = "\ufdd0", "\ufdd1"
+_MARKS = re.compile("([\ufdd0\ufdd1])")
+MAX_BOILERPLATE_SPANS = 64
+
+
+def _mark_furniture(doc, roles: bool = True) -> int:
+    """Put _START/_END around the outermost furniture elements (roles: look at role
+    attributes too); how many were marked."""
+    found = [el for el in doc.iter(*_FURNITURE_TAGS)
+             if el.tag in ("nav", "aside") or not any(True for _ in el.iterancestors(*_SECTIONING))]
+    if roles:
+        found += [el for el in _WITH_ROLE(doc) if (el.get("role") or "").strip().lower() in _FURNITURE_ROLES]
+    if not found:
+        return 0
+    candidates = dict.fromkeys(found)  # lxml keeps one proxy per element while it is referenced: identity works
+    marked = 0
+    for el in candidates:  # each once (a <nav role=navigation> is found twice)
+        if marked >= MAX_BOILERPLATE_SPANS:
+            break
+        if any(a in candidates for a in el.iterancestors()):
+            continue  # inside other furniture
+        tail = el.tail
+        try:
+            el.tail = _END + (tail or "")
+        except ValueError:  # a control character the parser let in, which lxml refuses back
+            continue
+        try:
+            el.text = _START + (el.text or "")
+        except ValueError:
+            el.tail = tail
+            continue
+        marked += 1
+    return marked
+
+
+def _unmark(marked: str) -> tuple[str, list[tuple[int, int]]]:
+    """The text without the markers, exactly as normalize-space() would have made it
+    without them, and the (start, end) of each marked range in it."""
+    out, length, spans, start = [], 0, [], None
+    for piece in _MARKS.split(marked):
+        if piece == _START:
+            start = length
+        elif piece == _END:
+            if start is not None and length > start:
+                spans.append((start, length))
+            start = None
+        elif piece:
+            if piece[0] == " " and (not length or out[-1][-1] == " "):  # the marker split a space run
+                piece = piece[1:]
+            if piece:
+                out.append(piece)
+                length += len(piece)
+    if start is not None and length > start:
+        spans.append((start, length))
+    text = "".join(out)
+    if text.endswith(" "):
+        text = text[:-1]
+    return text, [(a, min(b, len(text))) for a, b in spans if a < len(text)]
 
 
 @stagetime.timed("parse")
@@ -194,7 +272,14 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
                 except ValueError:  # a control character (&#1;) the parser let in, which lxml refuses back
                     el.tail = " " + _NOT_XML.sub(" ", tail)
         body_el = doc.find("body")
-        page.text = _text(body_el if body_el is not None else doc)[:max_chars]
+        marked = _mark_furniture(doc, _ROLE_BYTES.search(body) is not None)
+        text = _text(body_el if body_el is not None else doc)
+        if marked or _START in text or _END in text:
+            # Every marker where it was put, or (a page that carries the characters itself) none.
+            whole = text.count(_START) == text.count(_END) == marked
+            text, spans = _unmark(text)
+            page.boilerplate = [(a, min(b, max_chars)) for a, b in spans if a < max_chars] if whole else []
+        page.text = text[:max_chars]
     return page
 
 

@@ -1,4 +1,5 @@
-"""A user's query, parsed: words and identifiers (all required), "quoted phrases", site:host.
+"""A user's query, parsed: words and identifiers (all required), "quoted phrases", site:host
+(alone, it lists the site's pages).
 
 Everything else is text: operators of other engines (`AND`, `+`, `|`, `*`, `(`) are just
 characters the analyzer skips, so no input can inject syntax into FTS5 or tsquery; the
@@ -64,7 +65,13 @@ class Query:
 
     @property
     def empty(self) -> bool:
+        """No words to search for (a site: alone lists that site: lists_sites)."""
         return not self.terms and not self.phrases
+
+    @property
+    def lists_sites(self) -> bool:
+        """site: and no words: the sites' indexed pages, by URL."""
+        return self.empty and bool(self.sites)
 
     @property
     def typed_terms(self) -> list[Term]:

@@ -22,12 +22,13 @@ from django.utils import timezone
 from crawlerweb import stagetime
 from frontier.vocabulary import Observation, PageDetail
 
-from . import bulk, linksources, neardup, textstore
+from . import bulk, linksources, neardup, paging, snippets, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint, words_moved
 from .linksources import LinkSource
 from .models import Document
 from .parse import ParsedPage, header_directives, parse_html
+from .query import parse as parse_query
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 
@@ -230,7 +231,8 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
         if previous:
             backend.delete(previous)
         ids = bulk.upsert_documents([
-            (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p), p.content_hash, p.content_type,
+            (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p),
+             snippets.encode_spans(p.parsed.boilerplate), p.content_hash, p.content_type,
              p.status, p.size, p.parsed.noindex, not (p.parsed.noindex or p.canonical), now,
              *_warc_fields(p.archived), None)
             for p in html])
@@ -299,6 +301,20 @@ def search(query: str, limit: int = 10, offset: int = 0) -> SearchResults:
     """One page of ranked hits (iterable) with the total match count; see indexer.query
     for what a query may say."""
     return get_search_backend().search(query, limit=limit, offset=offset)
+
+
+def search_page(query: str, page: int = 1, per_page: int = 10) -> tuple[SearchResults, paging.Paging]:
+    """One page of results (numbered from 1) and where it sits among them. A page past the
+    last one gets no hits, only the count (the backend ranks nothing for it)."""
+    parsed = parse_query(query)
+    deepest = paging.deepest_result(parsed)
+    offset = (page - 1) * per_page
+    backend = get_search_backend()
+    if offset >= deepest:
+        results = backend.search(parsed, limit=0)
+    else:
+        results = backend.search(parsed, limit=min(per_page, deepest - offset), offset=offset)
+    return results, paging.Paging(page, per_page, results.total, deepest)
 
 
 def reindex(batch: int = 200, progress=None) -> int:

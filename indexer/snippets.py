@@ -1,5 +1,11 @@
 """Snippets in bounded time: a window around the first match in a bounded prefix of the text.
 
+The text a snippet is cut from is the page's content (snippet_source): the ranges the
+parser found to be the page's furniture (navigation, banners, footers, sidebars:
+indexer/parse.py, stored in Document.boilerplate) are left out, and so is the title when
+the text starts by repeating it (a page's <h1>). The index keeps every word: a page is
+still found by its menu's words, its snippet just does not show the menu.
+
 Re-analyzing whole bodies per hit (what FTS5 snippet() and ts_headline do) is most of a
 query's time. Instead one compiled regex of the forms a match can take (the query's words
 as typed and their stems, as prefixes: `queri` finds "queries") scans at most
@@ -14,6 +20,66 @@ from .analyzer import iter_group_spans
 from .backends.base import MARK_END, MARK_START
 
 WINDOW_BEFORE, WINDOW_AFTER = 60, 220
+# What separates a title's parts: "os.path — Common pathname manipulations — Python docs",
+# "Site | Page", "Django: models".
+_TITLE_SEPARATOR = re.compile(r"\s+[—–|·•-]\s+|\s*::\s*|:\s+")
+# What may follow a repeated title before the content: Sphinx's "¶", anchors' "#", dashes, a stop.
+_AFTER_TITLE = " \t¶#§:.·•|—–-"
+
+
+def encode_spans(spans: list[tuple[int, int]]) -> str:
+    """(start, end) ranges as Document.boilerplate keeps them: "12-340 900-1200"."""
+    return " ".join(f"{a}-{b}" for a, b in spans)
+
+
+def decode_spans(value: str) -> list[tuple[int, int]]:
+    spans = []
+    for item in (value or "").split():
+        a, _, b = item.partition("-")
+        if a.isdigit() and b.isdigit():
+            spans.append((int(a), int(b)))
+    return spans
+
+
+def without_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """text with these ranges left out (a space where each was)."""
+    pieces, position = [], 0
+    for a, b in sorted(spans):
+        if a >= len(text):
+            break
+        if a > position:
+            pieces.append(text[position:a])
+        position = max(position, b)
+    pieces.append(text[position:])
+    return " ".join(" ".join(pieces).split())
+
+
+def without_title(text: str, title: str) -> str:
+    """text without a leading repetition of the title or of a part of it (the longest that
+    it starts with: "os.path — Common pathname manipulations¶" under the title "os.path —
+    Common pathname manipulations — Python 3.11 documentation")."""
+    title = " ".join(title.split())
+    if not title:
+        return text
+    forms = {title, *_TITLE_SEPARATOR.split(title)}
+    for m in _TITLE_SEPARATOR.finditer(title):
+        forms.update((title[:m.start()], title[m.end():]))
+    head = text[:len(title) + 1].casefold()
+    for form in sorted(forms, key=len, reverse=True):
+        if len(form) >= 3 and head.startswith(form.casefold()):
+            end = len(form)
+            if end < len(text) and (text[end - 1].isalnum() and text[end].isalnum()):
+                continue  # "Page" of "Pages of results": a word goes on
+            rest = text[end:].lstrip(_AFTER_TITLE)
+            return rest if rest.strip() else text
+    return text
+
+
+def snippet_source(prefix: str, boilerplate: str, title: str) -> str:
+    """What a snippet is cut from: the text's prefix without the page's furniture and a
+    repeated title. A page that is all furniture keeps its text."""
+    text = without_spans(prefix, decode_spans(boilerplate)) if boilerplate else prefix
+    return without_title(text if text.strip() else prefix, title)
 
 
 def candidate_pattern(highlight: set[str], typed: str) -> re.Pattern | None:

@@ -88,3 +88,53 @@ def test_it_survives_control_characters_after_a_block(body):
     the binary sniff's first KB) is text the parser keeps but lxml refuses to be given back:
     it becomes a space instead of failing the page."""
     assert parse_html(body, "http://h.test/").text.endswith("x y")
+
+
+# -- the page's furniture, for snippets (issue 25 item 7) -----------------------------------------
+
+FURNISHED = (b"<html><head><title>Lighthouses \xe2\x80\x94 Coast guide</title></head><body>"
+             b"<header><a href='/'>Coast guide</a> <form role=search><input name=q></form></header>"
+             b"<nav><ul><li><a href='/'>Home</a><li><a href='/ships'>Ships</a><li><a href='/lights'>Lights</a></ul></nav>"
+             b"<main><article><header><h1>Lighthouses</h1></header><p>A lighthouse guides ships at night.</p>"
+             b"<aside>See also: buoys</aside><footer>Written by the keeper</footer></article></main>"
+             b"<div class=sidebar role=navigation>Contents: lights, fog</div>"
+             b"<footer>\xc2\xa9 2026 Coast guide</footer></body></html>")
+
+
+def furniture(page):
+    return [page.text[a:b].strip() for a, b in page.boilerplate]
+
+
+def test_it_finds_the_pages_furniture_and_keeps_its_text_whole():
+    page = parse_html(FURNISHED, "http://coast.test/lights")
+    assert page.text == ("Coast guide Home Ships Lights Lighthouses A lighthouse guides ships at night. "
+                         "See also: buoys Written by the keeper Contents: lights, fog \u00a9 2026 Coast guide")
+    # The page's banner, menu, sidebar and footer; an article's own header and footer are
+    # its content; an aside is furniture wherever it is.
+    assert furniture(page) == ["Coast guide", "Home Ships Lights", "See also: buoys", "Contents: lights, fog",
+                               "\u00a9 2026 Coast guide"]
+
+
+@pytest.mark.parametrize("html", [
+    b"<body><nav><header>inner</header><nav>deeper</nav>menu</nav>text</body>",  # nested: the outer one once
+    b"<body><nav role=navigation>menu</nav>text</body>",  # a tag and a role: once
+    b"<body><nav></nav>text<aside> </aside></body>",  # empty
+    b"<body>text<nav>menu",  # unclosed, at the end
+])
+def test_furniture_marks_never_change_the_text(html):
+    from indexer import parse
+
+    page = parse_html(html, "http://x.test/")
+    real, parse._mark_furniture = parse._mark_furniture, lambda doc, roles=True: 0
+    try:
+        assert page.text == parse_html(html, "http://x.test/").text
+    finally:
+        parse._mark_furniture = real
+    assert "\ufdd0" not in page.text and "\ufdd1" not in page.text
+    assert all(0 <= a < b <= len(page.text) for a, b in page.boilerplate)
+    assert len(page.boilerplate) <= 1 and "text" not in furniture(page)
+
+
+def test_a_page_that_carries_the_marker_characters_loses_them_only():
+    page = parse_html("<body><p>a\ufdd0b\ufdd1c</p><nav>menu</nav></body>".encode(), "http://x.test/")
+    assert page.text == "abc menu" and page.boilerplate == []

@@ -315,3 +315,84 @@ def test_page_text_reads_back_whole_and_sqlite_keeps_it_compressed(backend):
     assert textstore.from_database(stored) == text
     assert textstore.prefix(textstore.for_database(text, "sqlite"), 10) == text[:10]  # a cut in a 2-byte character
     assert textstore.from_database("rows of earlier releases") == "rows of earlier releases"
+
+
+# -- site: alone lists a site's pages (issue 25 item 7) ------------------------------------------
+
+def test_site_alone_lists_exactly_that_sites_pages_by_url(backend):
+    docs = [make_doc(1, "B page", "", "beta words", address="http://alpha.test/b"),
+            make_doc(2, "Docs", "", "docs words", address="http://docs.alpha.test/index"),
+            make_doc(3, "A page", "", "alpha words", address="http://alpha.test/a"),
+            make_doc(4, "Other", "", "other words", address="http://beta.test/a"),
+            make_doc(5, "Lookalike", "", "lookalike", address="http://notalpha.test/a"),
+            make_doc(6, "Upper", "", "upper words", address="http://alpha.test/Z")]
+    backend.add(docs)
+    listed = backend.search("site:alpha.test")
+    # A host and its subdomains, as with words; by URL in byte order (upper case first).
+    assert [h.url for h in listed] == ["http://alpha.test/Z", "http://alpha.test/a", "http://alpha.test/b",
+                                       "http://docs.alpha.test/index"]
+    assert listed.total == 4 and listed.order == "url" and not listed.any_word
+    assert listed[1].title == "A page" and listed[1].snippet_text == "alpha words" and listed[1].score == 0
+    assert [h.url for h in backend.search("site:docs.alpha.test")] == ["http://docs.alpha.test/index"]
+    assert {h.url for h in backend.search("site:alpha.test site:beta.test")} == {
+        "http://alpha.test/Z", "http://alpha.test/a", "http://alpha.test/b", "http://docs.alpha.test/index",
+        "http://beta.test/a"}
+    assert list(backend.search("site:gamma.test")) == [] and backend.search("site:gamma.test").total == 0
+    assert backend.search("words site:alpha.test").order == "relevance"
+
+
+def test_a_site_listing_pages_through_every_page_once(backend):
+    docs = [make_doc(i, f"p{i}", "", f"text {i}", address=f"http://list.test/p{i:02d}") for i in range(23)]
+    docs += [make_doc(100 + i, "x", "", "text", address=f"http://elsewhere.test/p{i}") for i in range(5)]
+    backend.add(docs)
+    seen = []
+    for offset in (0, 10, 20):
+        page = backend.search("site:list.test", limit=10, offset=offset)
+        assert page.total == 23
+        seen += [h.url for h in page]
+    assert seen == [f"http://list.test/p{i:02d}" for i in range(23)]
+    assert list(backend.search("site:list.test", limit=10, offset=30)) == []
+    assert list(backend.search("site:list.test", limit=0)) == [] and backend.search("site:list.test", limit=0).total == 23
+
+
+def test_a_site_listing_leaves_out_what_is_not_indexed(backend):
+    kept = make_doc(1, "kept", "", "kept", address="http://gone.test/kept")
+    gone = make_doc(2, "gone", "", "gone", address="http://gone.test/gone")
+    backend.add([kept, gone])
+    Document.objects.filter(id__in=[kept.id, gone.id]).update(indexed=True)
+    backend.delete([gone.id])
+    assert ids(backend.search("site:gone.test")) == [kept.id]
+
+
+# -- snippets from the page's content, not its furniture (issue 25 item 7) ------------------------
+
+MENU_PAGE = ("<html><head><title>Lighthouses — Coast guide</title></head><body>"
+             "<header><a href='/'>Coast guide</a></header>"
+             "<nav><a href='/'>Home</a> <a href='/ships'>Ships</a> <a href='/lights'>Lights</a></nav>"
+             "<main><h1>Lighthouses</h1><p>A lighthouse guides ships at night. " + "Keepers tend the lamp. " * 5 +
+             "</p><aside>See also: buoys</aside></main><footer>Coast guide, 2026</footer></body></html>")
+
+
+def test_snippets_skip_the_pages_menu_and_its_repeated_title(backend):
+    from indexer import service as indexer
+
+    host = Host.objects.create(origin="http://coast.test")
+    url = Url.objects.create(url_key=9, url="http://coast.test/lights", host=host)
+    page = indexer.prepare_page(url.id, url.url, 200, "text/html", "utf-8", MENU_PAGE.encode())
+    assert indexer.store_pages([page]) == {url.id: "indexed"}
+    hit = backend.search("ships")[0]  # in the menu first, then in the text
+    assert hit.title == "Lighthouses — Coast guide"
+    assert hit.snippet_text.startswith("A lighthouse guides ships at night.") and "<mark>ships</mark>" in hit.snippet_html
+    for furniture in ("Home", "Lights", "Coast guide", "See also", "2026"):
+        assert furniture not in hit.snippet_text
+    listed = backend.search("site:coast.test")[0]  # no words: the content's start
+    assert listed.snippet_text.startswith("A lighthouse guides ships at night.")
+    assert [h.url for h in backend.search("buoys")] == [url.url]  # the index keeps every word
+    assert backend.search("buoys")[0].snippet_text.startswith("A lighthouse")
+
+
+def test_a_page_stored_before_furniture_was_marked_still_loses_its_repeated_title(backend):
+    doc = make_doc(1, "Zeppelins | Air museum", "", "Zeppelins ¶ Rigid airships were built in Friedrichshafen.")
+    backend.add([doc])
+    assert backend.search("site:h.test")[0].snippet_text == "Rigid airships were built in Friedrichshafen."
+    assert backend.search("zeppelins")[0].snippet_text == "Rigid airships were built in Friedrichshafen."

@@ -143,6 +143,109 @@ def test_search_json_pages_and_reports_counts(client, many_pages):
     assert fallback["any_word"] and fallback["total"] == 23
 
 
+def test_site_alone_lists_that_sites_pages_by_url_on_the_page_and_in_json(client, many_pages):
+    expected = sorted(f"http://docs.b.test/p{i}" for i in range(1, 23, 2))
+    first = client.get("/search.json?q=site%3Ab.test").json()
+    second = client.get("/search.json?q=site%3Ab.test&page=2").json()
+    assert (first["total"], first["last_page"], first["next_page"], first["order"], first["sites"]) == (
+        11, 2, 2, "url", ["b.test"])
+    assert [r["url"] for r in first["results"] + second["results"]] == expected and second["next_page"] is None
+    assert first["results"][0]["snippet"].startswith("the pagedword story number")
+    html = client.get("/?q=site%3Ab.test").content.decode()
+    assert "11 pages on b.test, by URL" in html and html.count('class="hit"') == 10 and "page 1 of 2" in html
+    assert "http://a.test/" not in html and "no words" not in html
+    assert client.get("/search.json?q=pagedword").json()["order"] == "relevance"
+    assert "No results" in client.get("/?q=site%3Anowhere.test").content.decode()
+    nothing = client.get("/search.json?q=%22%22")
+    assert nothing.status_code == 400 and "no words" in nothing.json()["error"]
+
+
+def test_the_search_command_lists_a_site(many_pages):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("search", "site:a.test", "--limit", "5", "--page", "3", stdout=out)
+    text = out.getvalue()
+    assert text.startswith("12 pages on a.test, by URL · page 3 of 3\n")
+    assert "11. Page" in text and "12. Page" in text and "docs.b.test" not in text and "[0.000]" not in text
+
+
+@pytest.fixture
+def eighty_four_pages():
+    docs = []
+    for i in range(84):
+        service.add_urls([service.Candidate(f"http://c.test/q{i:02d}")])
+        url = Url.objects.get(url=f"http://c.test/q{i:02d}")
+        docs.append(Document.objects.create(url=url, address=url.url, title=f"Note {i}", content_hash=f"{i:064x}",
+                                            body=f"an eightyfour note, number {i} " + "more " * i))
+    get_search_backend().add(docs)
+    return docs
+
+
+@pytest.mark.parametrize("page, hits, last, next_page", [(1, 10, 9, 2), (8, 10, 9, 9), (9, 4, 9, None),
+                                                         (10, 0, 9, None), (999, 0, 9, None)])
+def test_it_numbers_the_pages_of_84_results(client, eighty_four_pages, page, hits, last, next_page):
+    data = client.get(f"/search.json?q=eightyfour&page={page}").json()
+    assert (data["total"], data["page"], data["last_page"], data["next_page"]) == (84, page, last, next_page)
+    assert len(data["results"]) == hits
+
+
+def test_a_page_past_the_last_says_how_many_there_are_and_links_to_the_last(client, eighty_four_pages):
+    html = client.get("/?q=eightyfour&page=999").content.decode()
+    assert "There are only 9 pages of results: page 999 is past the last." in html
+    assert '<a href="?q=eightyfour&amp;page=9">Go to the last page (9)</a>' in html
+    assert "84 pages" in html and "page 999 of" not in html and "page 100" not in html
+    assert "No results" not in html and 'class="hit"' not in html
+    last = client.get("/?q=eightyfour&page=9").content.decode()
+    assert last.count('class="hit"') == 4 and "page 9 of 9" in last and 'rel="next"' not in last
+    assert "past the last" not in last
+    single = client.get("/?q=eightyfour+number+7+more&page=2").content.decode()  # p7 only: 1 page
+    assert "There is only 1 page of results: page 2 is past the last." in single
+
+
+def test_search_results_go_as_deep_as_the_ranked_candidates(client, eighty_four_pages, settings):
+    settings.CRAWLER_SEARCH_CANDIDATES = 30
+    data = client.get("/search.json?q=eightyfour&page=3").json()
+    assert (data["total"], data["last_page"], data["next_page"], len(data["results"])) == (84, 3, None, 10)
+    assert client.get("/search.json?q=eightyfour&page=4").json()["results"] == []
+    html = client.get("/?q=eightyfour&page=3").content.decode()
+    assert "page 3 of 3" in html and "the first 30 results are shown" in html
+
+
+def test_search_json_answers_as_docs_openapi_says(client, eighty_four_pages, settings):
+    import yaml
+
+    spec = yaml.safe_load((settings.BASE_DIR / "docs" / "openapi.yaml").read_text())
+    documented = spec["components"]["schemas"]["SearchResults"]
+    answer = client.get("/search.json?q=eightyfour").json()
+    assert set(documented["properties"]) == set(documented["required"]) == set(answer)
+    assert set(documented["properties"]["results"]["items"]["properties"]) == set(answer["results"][0])
+    example = spec["paths"]["/search.json"]["get"]["responses"]["200"]["content"]["application/json"]["example"]
+    assert client.get(f"/search.json?q={example['query']}&page={example['page']}").json() == example
+
+
+@pytest.mark.parametrize("raw", ["0", "-3", "two", "", "9" * 5000])
+def test_a_page_that_is_no_number_is_the_first(client, eighty_four_pages, raw):
+    data = client.get(f"/search.json?q=eightyfour&page={raw}").json()
+    assert data["page"] == 1 and len(data["results"]) == 10
+
+
+def test_the_search_command_pages_like_the_search_page(eighty_four_pages):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("search", "eightyfour", "--page", "9", stdout=out)
+    assert out.getvalue().startswith("84 pages · page 9 of 9\n") and "81. Note" in out.getvalue()
+    out = StringIO()
+    call_command("search", "eightyfour", "--limit", "20", "--page", "6", stdout=out)
+    assert "there are only 5 pages of 20 results: page 6 is past the last (--page 5)" in out.getvalue()
+    assert "page 6 of" not in out.getvalue() and "1. " not in out.getvalue()
+
+
 @pytest.mark.parametrize("query", ["%00%00", "%22%22", "AND+OR+%28+%29", "x" * 10_000])
 def test_hostile_queries_get_a_clear_bounded_answer(client, many_pages, query):
     page = client.get(f"/?q={query}")

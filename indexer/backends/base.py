@@ -6,7 +6,8 @@ so a page and a query are cut into the same tokens on every backend. The search 
 is shared (SearchBackend.search): parse the query, count the pages that have every term
 (falling back to any term when none has them all), rank a bounded candidate set with the
 two-group BM25F of indexer.ranking, cut snippets from a bounded prefix of each shown page.
-A backend supplies the database parts: match expressions, counts, candidates and prefixes.
+A backend supplies the database parts: match expressions, counts, candidates and the texts'
+prefixes.
 """
 
 import contextlib
@@ -59,6 +60,7 @@ class SearchResults:
     total: int = 0
     total_is_lower_bound: bool = False  # counting stopped at CRAWLER_SEARCH_COUNT_LIMIT
     any_word: bool = False  # no page had every term: these have some of them
+    order: str = "relevance"  # or "url": a site: with no words lists the site's pages by URL
 
     def __iter__(self):
         return iter(self.hits)
@@ -141,8 +143,31 @@ class SearchBackend(ABC):
         pre-ordering is needed."""
 
     @abstractmethod
+    def listed(self, query: Query, limit: int, offset: int) -> list[Candidate]:
+        """The pages of the query's sites (it has no words), by URL (byte order) then id:
+        limit of them from offset, with no score."""
+
+    @abstractmethod
+    def snippet_sources(self, document_ids: list[int], chars: int) -> dict[int, tuple[str, str]]:
+        """(the first chars characters of the body, Document.boilerplate) of each document."""
+
     def prefixes(self, document_ids: list[int], chars: int) -> dict[int, str]:
-        """The first chars characters of each document's body (for snippets)."""
+        """The first chars characters of each document's body."""
+        return {i: prefix for i, (prefix, _) in self.snippet_sources(document_ids, chars).items()}
+
+    def snippets(self, shown: list[Candidate], query: Query) -> list[str]:
+        """The snippet of each page shown, cut from its content (indexer.snippets)."""
+        from ..snippets import make_snippet, snippet_source
+
+        scan = settings.CRAWLER_SEARCH_SNIPPET_SCAN_CHARS
+        sources = self.snippet_sources([c.document_id for c in shown], scan)
+        highlight = query.highlight_tokens if not query.empty else set()
+        out = []
+        for c in shown:
+            prefix, boilerplate = sources.get(c.document_id, ("", ""))
+            out.append(make_snippet(snippet_source(prefix, boilerplate, c.title), highlight,
+                                    query.text if not query.empty else "", scan))
+        return out
 
     @abstractmethod
     def read_corpus_stats(self) -> ranking.CorpusStats:
@@ -185,23 +210,39 @@ class SearchBackend(ABC):
         return contextlib.nullcontext()
 
     def search(self, query: str | Query, limit: int = 10, offset: int = 0) -> SearchResults:
+        """Hits offset to offset + limit, best first, and the count (limit 0: the count only)."""
         parsed = query if isinstance(query, Query) else parse(query)
         results = SearchResults(parsed)
+        if parsed.lists_sites:
+            with self.reading():
+                return self._list(parsed, results, limit, offset)
         if parsed.empty:
             return results
         with self.reading():
             return self._search(parsed, results, limit, offset)
 
-    def _search(self, parsed: Query, results: SearchResults, limit: int, offset: int) -> SearchResults:
-        from ..snippets import make_snippet
+    def _list(self, parsed: Query, results: SearchResults, limit: int, offset: int) -> SearchResults:
+        """site: and no words: the sites' pages by URL, matched by the same site tokens as
+        a search with words (a host and its subdomains), each with its content's start."""
+        cap = settings.CRAWLER_SEARCH_COUNT_LIMIT
+        results.order = "url"
+        results.total = self.count(parsed, False, cap)
+        results.total_is_lower_bound = results.total >= cap
+        if not results.total or offset >= results.total or limit <= 0:
+            return results
+        shown = self.listed(parsed, limit, offset)
+        results.hits = [SearchHit(c.document_id, c.address, c.title, snippet, 0.0, c.fetched_at)
+                        for c, snippet in zip(shown, self.snippets(shown, parsed))]
+        return results
 
+    def _search(self, parsed: Query, results: SearchResults, limit: int, offset: int) -> SearchResults:
         cap = settings.CRAWLER_SEARCH_COUNT_LIMIT
         total = self.count(parsed, False, cap)
         if not total and len(parsed.terms) + len(parsed.phrases) > 1:
             total = self.count(parsed, True, cap)
             results.any_word = bool(total)
         results.total, results.total_is_lower_bound = total, total >= cap
-        if not total or offset >= total:
+        if not total or offset >= total or limit <= 0:  # limit 0: the count only
             return results
         stats = self.corpus_stats()
         weights = ranking.Weights.from_settings()
@@ -218,13 +259,6 @@ class SearchBackend(ABC):
             candidate.score = ranking.short_score(fields, terms, idfs, stats, weights) + candidate.long_score
         found.sort(key=lambda c: (-c.score, c.document_id))
         shown = found[offset:offset + limit]
-        texts = self.prefixes([c.document_id for c in shown], settings.CRAWLER_SEARCH_SNIPPET_SCAN_CHARS)
-        highlight = parsed.highlight_tokens
-        results.hits = [
-            SearchHit(c.document_id, c.address, c.title,
-                      make_snippet(texts.get(c.document_id, ""), highlight, parsed.text,
-                                   settings.CRAWLER_SEARCH_SNIPPET_SCAN_CHARS),
-                      c.score, c.fetched_at)
-            for c in shown
-        ]
+        results.hits = [SearchHit(c.document_id, c.address, c.title, snippet, c.score, c.fetched_at)
+                        for c, snippet in zip(shown, self.snippets(shown, parsed))]
         return results

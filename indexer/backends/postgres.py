@@ -171,10 +171,10 @@ def term_tsquery(term: Term) -> str:
 def query_tsquery(query: Query, any_word: bool) -> str:
     required = [term_tsquery(t) for t in query.terms]
     required += ["(" + " <-> ".join(_lexeme(t) for t in phrase) + ")" for phrase in query.phrases]
-    words = "(" + " | ".join(required) + ")" if any_word else " & ".join(required)
+    parts = [("(" + " | ".join(required) + ")" if any_word else " & ".join(required))] if required else []
     if query.sites:
-        words += " & (" + " | ".join(_lexeme(site_token(s)) for s in query.sites) + ")"
-    return words
+        parts.append("(" + " | ".join(_lexeme(site_token(s)) for s in query.sites) + ")")
+    return " & ".join(parts)
 
 
 def tf_from_rank(rank: float, before: int) -> int:
@@ -299,11 +299,21 @@ class PostgresSearchBackend(SearchBackend):
             found.append(Candidate(row[0], row[1], row[2], row[3], long))
         return found
 
-    def prefixes(self, document_ids, chars):
+    def listed(self, query, limit, offset):
+        # COLLATE "C": byte order, as SQLite's, so both backends list a site alike.
         with connections[self.using].cursor() as cur:
-            cur.execute("SELECT id, substr(body, 1, %s) FROM indexer_document WHERE id = ANY(%s)",
+            cur.execute(
+                """SELECT d.id, d.address, d.title, d.fetched_at
+                   FROM indexer_pg_index i JOIN indexer_document d ON d.id = i.document_id
+                   WHERE i.vector @@ %s::tsquery ORDER BY d.address COLLATE "C", d.id LIMIT %s OFFSET %s""",
+                [query_tsquery(query, False), limit, offset])
+            return [Candidate(r[0], r[1], r[2], r[3], 0.0) for r in cur.fetchall()]
+
+    def snippet_sources(self, document_ids, chars):
+        with connections[self.using].cursor() as cur:
+            cur.execute("SELECT id, substr(body, 1, %s), boilerplate FROM indexer_document WHERE id = ANY(%s)",
                         [chars, list(document_ids)])
-            return dict(cur.fetchall())
+            return {document_id: (prefix, boilerplate or "") for document_id, prefix, boilerplate in cur.fetchall()}
 
     def read_corpus_stats(self):
         with connections[self.using].cursor() as cur:

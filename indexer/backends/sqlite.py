@@ -73,10 +73,10 @@ def term_expression(term: Term) -> str:
 
 def match_expression(query: Query, any_word: bool) -> str:
     required = [term_expression(t) for t in query.terms] + [_quote(p) for p in query.phrases]
-    words = "(" + " OR ".join(required) + ")" if any_word else " AND ".join(required)
+    parts = [("(" + " OR ".join(required) + ")" if any_word else " AND ".join(required))] if required else []
     if query.sites:
-        words += " AND (" + " OR ".join(_quote([site_token(s)]) for s in query.sites) + ")"
-    return words
+        parts.append("(" + " OR ".join(_quote([site_token(s)]) for s in query.sites) + ")")
+    return " AND ".join(parts)
 
 
 class SQLiteSearchBackend(SearchBackend):
@@ -156,13 +156,24 @@ class SQLiteSearchBackend(SearchBackend):
             # bm25() is lower-is-better and negative: flip it.
             return [Candidate(r[0], r[1], r[2], as_datetime(r[3]), -float(r[4])) for r in cur.fetchall()]
 
-    def prefixes(self, document_ids, chars):
+    def listed(self, query, limit, offset):
+        with connections[self.using].cursor() as cur:
+            cur.execute(
+                """SELECT d.id, d.address, d.title, d.fetched_at
+                   FROM indexer_fts f JOIN indexer_document d ON d.id = f.rowid
+                   WHERE indexer_fts MATCH %s ORDER BY d.address, d.id LIMIT %s OFFSET %s""",
+                [match_expression(query, False), limit, offset])
+            return [Candidate(r[0], r[1], r[2], as_datetime(r[3]), 0.0) for r in cur.fetchall()]
+
+    def snippet_sources(self, document_ids, chars):
         if not document_ids:
             return {}
         marks = ",".join(["%s"] * len(document_ids))
         with connections[self.using].cursor() as cur:
-            cur.execute(f"SELECT id, body FROM indexer_document WHERE id IN ({marks})", list(document_ids))
-            return {document_id: textstore.prefix(body, chars) for document_id, body in cur.fetchall()}
+            cur.execute(f"SELECT id, body, boilerplate FROM indexer_document WHERE id IN ({marks})",
+                        list(document_ids))
+            return {document_id: (textstore.prefix(body, chars), boilerplate or "")
+                    for document_id, body, boilerplate in cur.fetchall()}
 
     def read_corpus_stats(self):
         with connections[self.using].cursor() as cur:
