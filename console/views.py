@@ -26,6 +26,7 @@ REJECTION_MESSAGES = {
     "redirect_limit": "too many redirects",
     "trap_repeated_segments": "looks like a crawler trap (repeated path segments)",
     "trap_pattern": "its URL pattern was stopped as a crawler trap (its pages brought no new text)",
+    "mirror_host": "its host was set aside as a mirror of another host's pages (resume it under URL patterns)",
     "host_quota": "its host has reached the per-host URL quota",
     "domain_quota": "its registered domain has reached the per-domain URL quota",
     "out_of_scope": "outside the scope asked for: an exclude pattern matches it",

@@ -520,6 +520,9 @@ def test_the_openapi_document_matches_the_api(api, settings):
     schemas = spec["components"]["schemas"]
     reasons = schemas["SeedResult"]["properties"]["rejections"]["items"]["properties"]["reason"]["enum"]
     assert set(reasons) == set(REJECTION_MESSAGES)
+    from frontier.vocabulary import Rejection
+
+    assert set(REJECTION_MESSAGES) == {r.value for r in Rejection}  # every refusal has its message
     warnings = schemas["SeedResult"]["properties"]["warnings"]["items"]["properties"]["warning"]["enum"]
     assert set(warnings) == set(SeedWarning)
     limit_body = spec["paths"]["/url/limit"]["post"]["requestBody"]["content"]["application/json"]["schema"]
