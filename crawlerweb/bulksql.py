@@ -2,7 +2,7 @@
 one statement per batch, whatever its size, written without the ORM's per-row work.
 
 PostgreSQL takes a batch as arrays, one per column, unnested into rows
-(`INSERT … SELECT … FROM unnest(%s::bigint[], …)`, `UPDATE … FROM unnest(…)`): one
+(`INSERT … SELECT … FROM unnest(%b::bigint[], …)`, `UPDATE … FROM unnest(…)`): one
 statement, one plan, one round trip. SQLite runs in the crawler's own process with no
 round trip, so executemany of one prepared statement is its set-based form.
 """
@@ -19,8 +19,8 @@ def column_type(model, column: str) -> str:
 
 
 def arrays(model, columns) -> str:
-    """`%s::type[]` placeholders, one per column, for unnest()."""
-    return ", ".join(f"%s::{column_type(model, c)}[]" for c in columns)
+    """`%b::type[]` placeholders, one per column, for unnest()."""
+    return ", ".join(f"%b::{column_type(model, c)}[]" for c in columns)
 
 
 def defaults(model, skip) -> tuple[list[str], list]:

@@ -117,7 +117,7 @@ def extend_leases(leases: list[tuple[int, str]], now, until, holder: str | None 
             cursor.execute(
                 f"""WITH {locked(_HOSTS)}
                     UPDATE {_HOSTS} h SET leased_until = %s{set_holder}
-                    FROM unnest(%s::bigint[], %s::varchar(80)[]) AS v(id, token), locked
+                    FROM unnest(%b::bigint[], %b::varchar(80)[]) AS v(id, token), locked
                     WHERE h.id = v.id AND locked.id = v.id AND h.lease_owner = v.token AND h.leased_until > %s
                     RETURNING h.id""",
                 [ids, until, *holder_param, ids, [t for _, t in leases], now])
@@ -165,11 +165,11 @@ def release_addresses(rows: list[tuple]) -> None:
         if connection.vendor == "postgresql":
             rows = sorted(rows)
             cursor.execute(
-                f"""WITH locked AS (SELECT address FROM {_ADDRESSES} WHERE address = ANY(%s::inet[]) ORDER BY address
+                f"""WITH locked AS (SELECT address FROM {_ADDRESSES} WHERE address = ANY(%b::inet[]) ORDER BY address
                                     FOR NO KEY UPDATE)
                     UPDATE {_ADDRESSES} a SET lease_owner = '', leased_until = NULL,
                         next_fetch_at = GREATEST(a.next_fetch_at, COALESCE(v.next_fetch_at, a.next_fetch_at))
-                    FROM unnest(%s::inet[], %s::varchar(80)[], %s::timestamptz[]) AS v(address, token, next_fetch_at),
+                    FROM unnest(%b::inet[], %b::varchar(80)[], %b::timestamptz[]) AS v(address, token, next_fetch_at),
                         locked
                     WHERE a.address = v.address AND locked.address = v.address AND a.lease_owner = v.token""",
                 [[row[0] for row in rows]] + [list(column) for column in zip(*rows)])
@@ -200,7 +200,7 @@ def add_host_counts(counts: dict[int, int], bands: dict[int, int] | None = None)
             cursor.execute(
                 f"""WITH {locked(_HOSTS)}
                     UPDATE {_HOSTS} h SET url_count = h.url_count + v.n, band = LEAST(h.band, v.band)
-                    FROM unnest(%s::bigint[], %s::integer[], %s::smallint[]) AS v(id, n, band), locked
+                    FROM unnest(%b::bigint[], %b::integer[], %b::smallint[]) AS v(id, n, band), locked
                     WHERE h.id = v.id AND locked.id = v.id RETURNING h.id, h.url_count""",
                 [ids, ids, [counts[i] for i in ids], [bands[i] for i in ids]])
             return dict(cursor.fetchall())
@@ -265,7 +265,7 @@ def set_host_bands(bands: dict[int, int]) -> None:
             ids = sorted(bands)
             cursor.execute(
                 f"""WITH {locked(_HOSTS, skip_locked=True)}
-                    UPDATE {_HOSTS} h SET band = v.band FROM unnest(%s::bigint[], %s::smallint[]) AS v(id, band), locked
+                    UPDATE {_HOSTS} h SET band = v.band FROM unnest(%b::bigint[], %b::smallint[]) AS v(id, band), locked
                     WHERE h.id = v.id AND locked.id = v.id AND h.band <> v.band""",
                 [ids, ids, [bands[i] for i in ids]])
             return
@@ -310,7 +310,7 @@ def find(model, key: str, columns: tuple[str, ...], keys: list) -> list[tuple]:
     found = []
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(f"SELECT {names} FROM {table} WHERE {key} = ANY(%s::{column_type(model, key)}[])",
+            cursor.execute(f"SELECT {names} FROM {table} WHERE {key} = ANY(%b::{column_type(model, key)}[])",
                            [list(keys)])
             return cursor.fetchall()
         for chunk in in_chunks(list(keys)):
@@ -328,7 +328,7 @@ def log_seeds(seeds: list[tuple[str, int | None]]) -> None:
         if connection.vendor == "postgresql":
             cursor.execute(
                 f"""INSERT INTO {_SEEDS} (url, scope_id, created_at)
-                    SELECT v.url, v.scope_id, %s FROM unnest(%s::text[], %s::bigint[]) AS v(url, scope_id)
+                    SELECT v.url, v.scope_id, %s FROM unnest(%b::text[], %b::bigint[]) AS v(url, scope_id)
                     WHERE NOT EXISTS (SELECT 1 FROM {_SEEDS} s
                                       WHERE s.url = v.url AND s.scope_id IS NOT DISTINCT FROM v.scope_id)""",
                 [now, [url for url, _ in seeds], [scope_id for _, scope_id in seeds]])

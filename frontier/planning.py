@@ -53,7 +53,7 @@ def move_sooner(wanted: dict[tuple[int, int, int], float], explore_visits: int, 
     with connection.cursor() as cursor:
         cursor.execute(
             f"""WITH wanted(k, priority, bucket, seconds) AS (
-                    SELECT * FROM unnest(%s::int[], %s::int[], %s::int[], %s::float8[])),
+                    SELECT * FROM unnest(%b::int[], %b::int[], %b::int[], %b::float8[])),
                 moved AS (
                     SELECT u.id, w.seconds FROM {_URLS} u
                     JOIN wanted w ON w.k = {_CLASS} AND w.priority = u.priority

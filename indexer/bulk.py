@@ -49,7 +49,7 @@ def claim_fingerprints(claims: dict[str, int]) -> dict[str, int]:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
-                f"""WITH input AS (SELECT * FROM unnest(%s::varchar(64)[], %s::bigint[]) AS t(content_hash, document_id)),
+                f"""WITH input AS (SELECT * FROM unnest(%b::varchar(64)[], %b::bigint[]) AS t(content_hash, document_id)),
                     added AS (INSERT INTO {_FINGERPRINTS} (content_hash, document_id) SELECT * FROM input
                               ON CONFLICT DO NOTHING RETURNING content_hash, document_id)
                     SELECT content_hash, document_id FROM added

@@ -97,7 +97,7 @@ def remember(pages: dict[int, tuple[int, str]]) -> None:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":  # one statement for the batch
             cursor.execute(f"INSERT INTO {_BANDS} (band, simhash, text_hash, document_id) "
-                           "SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::varchar(32)[], %s::bigint[])",
+                           "SELECT * FROM unnest(%b::bigint[], %b::bigint[], %b::varchar(32)[], %b::bigint[])",
                            [list(column) for column in zip(*rows)])
         else:
             cursor.executemany(f"INSERT INTO {_BANDS} (band, simhash, text_hash, document_id) "
