@@ -281,6 +281,28 @@ def test_bad_steering_requests_get_a_clear_refusal_and_change_nothing(api, path,
 
 
 @pytest.mark.django_db
+def test_an_object_pages_buttons_need_the_steering_permission_and_a_post():
+    host = make_host()
+    staff = User.objects.create_user("viewer", password="pw", is_staff=True)
+    staff.user_permissions.add(Permission.objects.get(codename="view_host"))
+    client = Client()
+    client.force_login(staff)
+    page = client.get(f"/admin/frontier/host/{host.id}/change/").content.decode()
+    assert "Fetch now</button>" not in page and "its 0 URLs" in page  # links, no buttons
+    assert client.post(f"/admin/frontier/host/{host.id}/act/pause/").status_code == 403
+    staff.user_permissions.add(Permission.objects.get(codename="change_host"))
+    client.force_login(User.objects.get(id=staff.id))
+    assert "Fetch now</button>" in client.get(f"/admin/frontier/host/{host.id}/change/").content.decode()
+    assert client.get(f"/admin/frontier/host/{host.id}/act/pause/").status_code == 405  # a GET changes nothing
+    assert client.post(f"/admin/frontier/host/{host.id}/act/resume/").status_code == 403  # not paused: no Resume
+    assert client.post(f"/admin/frontier/host/{host.id}/act/pause/").status_code == 302
+    host.refresh_from_db()
+    assert host.paused_at is not None
+    assert list(SteeringAction.objects.values_list("actor", "action")) == [("admin:viewer", "pause")]
+    assert client.post("/admin/frontier/host/999999/act/pause/").status_code == 404
+
+
+@pytest.mark.django_db
 def test_steering_needs_a_key_or_a_staff_session_allowed_to_change_hosts():
     host = make_host()
     anonymous = Client().post("/hosts/pause", json.dumps({"hosts": [host.id]}), content_type="application/json")
