@@ -1,7 +1,8 @@
 """Figures as a person reads them: durations in the unit that fits, moments in one named time
-zone (settings.TIME_ZONE), rates per day. The admin, the dashboard's server side and the
-commands print through here, so "1.6 ms" and "2026-11-26 18:08:02 UTC" mean the same
-everywhere; the exact value stays one hover away (`exact`).
+zone (settings.TIME_ZONE), rates per day. The admin and the dashboard's server side print
+through here (the admin's own date formats match: crawlerweb/formats/), so "1.6 ms" and
+"2026-11-26 18:08:02 UTC" read the same everywhere; the exact value stays one hover away
+(`exact`).
 """
 
 from datetime import datetime
