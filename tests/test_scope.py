@@ -5,10 +5,10 @@ from collections import Counter
 from io import StringIO
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from frontier import service
-from frontier.models import CrawlLimits, CrawlScope, Seed, Url
+from frontier.models import CrawlLimits, CrawlScope, ExcludedDomain, Seed, Url
 from frontier.scope import registered_domain
 
 from .crawl_helpers import DEPTH_LIMIT, audit, sample_web
@@ -156,6 +156,39 @@ def test_seed_command_takes_bare_origins_and_says_what_it_will_not_fetch_and_why
                              "CRAWLER_MAX_URL_LENGTH)")
     assert lines[3] == "2 new, 0 already known, 1 with a warning, 1 rejected; scope: host"
     assert set(Url.objects.values_list("url", flat=True)) == {"http://127.0.1.3:8300/", "http://c.test/docs/"}
+
+
+def test_seed_command_reads_a_file_one_seed_per_line(tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("# the docs sites\n\nhttp://c.test/docs/\n  d.test   # a bare origin, commented\n"
+                     "http://excluded.test/\nhttp://c.test/docs/\n", encoding="utf-8")
+    ExcludedDomain.objects.create(domain="excluded.test")
+    out = StringIO()
+    call_command("seed", "--file", str(seeds), stdout=out)
+    assert out.getvalue().splitlines() == [
+        "line 3\tok\thttp://c.test/docs/", "line 4\tok\thttp://d.test/",
+        "line 5\trejected:excluded_domain\thttp://excluded.test/\t(excluded.test is in excludedDomains, with its subdomains)",
+        "line 6\tok\thttp://c.test/docs/", "2 new, 0 already known, 1 rejected; scope: host"]  # line 6 repeats line 3
+    assert set(Url.objects.values_list("url", flat=True)) == {"http://c.test/docs/", "http://d.test/"}
+
+
+def test_a_seed_file_with_lines_that_are_no_urls_adds_nothing_and_names_every_such_line(tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://good.test/\nftp://files.test/\nhttp://also-good.test/\nhttp://user:pw@x.test/\n",
+                     encoding="utf-8")
+    with pytest.raises(CommandError) as refused:
+        call_command("seed", "--file", str(seeds), stdout=StringIO())
+    message = str(refused.value)
+    assert message.startswith(f"{seeds}: 2 line(s) are not seeds; nothing was added:")
+    assert message.splitlines()[1:] == ["line 2: scheme\tftp://files.test/", "line 4: credentials\thttp://user:pw@x.test/"]
+    assert not Url.objects.exists() and not Seed.objects.exists() and not CrawlScope.objects.exists()
+    (tmp_path / "latin1.txt").write_bytes("http://caf\xe9.test/\n".encode("latin-1"))
+    with pytest.raises(CommandError, match="is not UTF-8 text"):
+        call_command("seed", "--file", str(tmp_path / "latin1.txt"), stdout=StringIO())
+    with pytest.raises(CommandError, match="cannot read .*missing.txt: No such file or directory"):
+        call_command("seed", "--file", str(tmp_path / "missing.txt"), stdout=StringIO())
+    with pytest.raises(CommandError, match="give seed URLs, or --file"):
+        call_command("seed", stdout=StringIO())
 
 
 # --- through real HTTP ----------------------------------------------------------------------
