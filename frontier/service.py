@@ -52,6 +52,7 @@ from .leases import (
     release_leases_of,
     renew_leases,
 )
+from .export import url_count, url_rows
 from .hoststate import WAIT_REASON_TEXT, HostState, state_of as host_state
 from .importance import sitemap_hint
 from .pacing import STORE_FAILED, store_failure_pause
@@ -127,4 +128,6 @@ __all__ = [
     "crawl_paused_since", "host_health", "overdue_work",
     # where a host is, in words (the admin, the dashboard)
     "HostState", "WAIT_REASON_TEXT", "host_state",
+    # export
+    "url_rows", "url_count",
 ]

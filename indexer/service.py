@@ -25,6 +25,7 @@ from frontier.vocabulary import Observation, PageDetail
 from . import bulk, linksources, neardup, paging, snippets, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint, words_moved
+from .export import document_count, document_rows  # noqa: F401  (the indexer's public interface)
 from .linksources import LinkSource
 from .models import Document
 from .parse import ParsedPage, header_directives, parse_html
