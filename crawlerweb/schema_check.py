@@ -15,6 +15,8 @@ from django.db import DEFAULT_DB_ALIAS, DatabaseError, connections
 from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.recorder import MigrationRecorder
 from django.http import HttpResponse, JsonResponse
+from django.urls import Resolver404, resolve
+from django.utils.html import format_html
 
 
 def unapplied_migrations(alias: str = DEFAULT_DB_ALIAS) -> list[str]:
@@ -77,18 +79,20 @@ class RequireMigratedMiddleware:
 
 
 def _refusal(request, message: str):
-    wants_json = (request.path.endswith(".json") or "json" in request.headers.get("Accept", "")
-                  or request.path.rstrip("/") in _API_PATHS or request.path.startswith("/hosts/"))
-    if wants_json:
+    if _answers_json(request):
         return JsonResponse({"error": message}, status=503)
-    body = (f"<!doctype html><title>crawlerweb: database not migrated</title>"
-            f"<p>{_escape(message[0].upper() + message[1:])}</p>")
+    body = format_html("<!doctype html><title>crawlerweb: database not migrated</title><p>{}</p>",
+                       message[0].upper() + message[1:])
     return HttpResponse(body, status=503, content_type="text/html; charset=utf-8")
 
 
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
-_API_PATHS = {"/seed/urls", "/url/limit", "/url/trusted", "/metrics", "/crawl", "/crawl/pause",
-              "/crawl/resume", "/urls/recrawl", "/dashboard/data"}
+def _answers_json(request) -> bool:
+    """The REST API, search.json and the dashboard's data answer JSON (crawlerweb/urls.py's
+    names); so does a request that asks for it."""
+    if "json" in request.headers.get("Accept", ""):
+        return True
+    try:
+        name = resolve(request.path_info).url_name or ""
+    except Resolver404:
+        return False
+    return name.startswith("api-") or name in ("search-json", "dashboard-data")

@@ -41,6 +41,7 @@ from .models import (
     UrlPattern,
     UrlState,
 )
+from .limits import LIMIT_SETTINGS
 from .normalize import InvalidUrl, normalize
 from .pacing import WAIT_REASONS
 from .robots_state import VERDICT_FILTERS, RobotsVerdict, classify
@@ -589,21 +590,16 @@ class ExcludedDomainAdmin(admin.ModelAdmin):
         service.resume_excluded_urls(domains)
 
 
-# The limits an operator sets here: (field, the setting its empty value falls back to).
-LIMIT_DEFAULTS = (("depth_limit", "CRAWLER_DEPTH_LIMIT"), ("url_length_limit", "CRAWLER_MAX_URL_LENGTH"),
-                  ("max_urls_per_host", "CRAWLER_MAX_URLS_PER_HOST"))
-
-
 class CrawlLimitsForm(forms.ModelForm):
     """Each limit says what is in force and what an empty field means."""
 
     class Meta:
         model = CrawlLimits
-        fields = [field for field, _ in LIMIT_DEFAULTS]
+        fields = list(LIMIT_SETTINGS)
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for field, setting in LIMIT_DEFAULTS:
+        for field, setting in LIMIT_SETTINGS.items():
             default = getattr(settings, setting)
             value = getattr(self.instance, field)
             in_force = f"{default} (the default)" if value is None else f"{value} (set here)"
@@ -620,13 +616,12 @@ class CrawlLimitsAdmin(ObjectActionsAdmin):
     beside its default."""
 
     form = CrawlLimitsForm
-    list_display = ("__str__", "crawl_state", "depth_in_force", "url_length_in_force", "quota_in_force",
-                    "excluded_domains", "updated_at")
+    list_display = ("__str__", "crawl_state")  # shown only after a list action that selected nothing
     fieldsets = (
         ("The crawl", {"fields": ("crawl_state",)}),
         ("Limits", {"description": "links found from now on are held to these (running workers see a change "
                                    "within about 2 s)",
-                    "fields": [field for field, _ in LIMIT_DEFAULTS]}),
+                    "fields": list(LIMIT_SETTINGS)}),
         (None, {"fields": ("excluded_domains", "version", "updated_at")}),
     )
     readonly_fields = ("crawl_state", "excluded_domains", "version", "updated_at")
@@ -664,18 +659,6 @@ class CrawlLimitsAdmin(ObjectActionsAdmin):
             return f"paused since {moment(row.paused_at)}: no host is leased, running sessions stop"
         return "running"
 
-    @admin.display(description="depth limit")
-    def depth_in_force(self, row):
-        return _in_force(row.depth_limit, settings.CRAWLER_DEPTH_LIMIT)
-
-    @admin.display(description="URL length limit")
-    def url_length_in_force(self, row):
-        return _in_force(row.url_length_limit, settings.CRAWLER_MAX_URL_LENGTH)
-
-    @admin.display(description="URLs per host")
-    def quota_in_force(self, row):
-        return _in_force(row.max_urls_per_host, settings.CRAWLER_MAX_URLS_PER_HOST)
-
     @admin.display(description="excluded domains")
     def excluded_domains(self, row):
         count = ExcludedDomain.objects.count()
@@ -689,10 +672,6 @@ class CrawlLimitsAdmin(ObjectActionsAdmin):
     @admin.action(description="Resume the crawl", permissions=["steer"])
     def resume_crawl(self, request, queryset):
         _report(self, request, service.resume_crawl(_actor(request)), "Resume the crawl")
-
-
-def _in_force(value, default) -> str:
-    return f"{default} (default)" if value is None else str(value)
 
 
 @admin.register(SteeringAction)

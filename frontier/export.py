@@ -2,6 +2,8 @@
 id order, a batch at a time (keyset paging: `id > last`), so a million URLs cost one batch
 of memory and no OFFSET scan."""
 
+from crawlerweb.paging import in_id_order
+
 from .models import Url
 
 URL_COLUMNS = ("id", "url", "host__origin", "kind", "state", "outcome", "depth", "priority", "last_status",
@@ -12,20 +14,14 @@ URL_COLUMNS = ("id", "url", "host__origin", "kind", "state", "outcome", "depth",
 def url_rows(origin: str | None = None, batch: int = 2000):
     """Every URL (of one host's origin, if given) as a dict of URL_COLUMNS ("host" for
     host__origin), in id order."""
-    urls = Url.objects.order_by("id")
-    if origin:
-        urls = urls.filter(host__origin=origin)
-    last = 0
-    while True:
-        rows = list(urls.filter(id__gt=last).values(*URL_COLUMNS)[:batch])
-        for row in rows:
-            row["host"] = row.pop("host__origin")
-            yield row
-        if len(rows) < batch:
-            return
-        last = rows[-1]["id"]
+    for row in in_id_order(_urls(origin), URL_COLUMNS, batch):
+        row["host"] = row.pop("host__origin")
+        yield row
 
 
 def url_count(origin: str | None = None) -> int:
-    urls = Url.objects.all()
-    return (urls.filter(host__origin=origin) if origin else urls).count()
+    return _urls(origin).count()
+
+
+def _urls(origin: str | None):
+    return Url.objects.filter(host__origin=origin) if origin else Url.objects.all()

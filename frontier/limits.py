@@ -45,6 +45,10 @@ def domain_excluded(host: str, domains: frozenset[str] | set[str]) -> bool:
     return any(".".join(labels[i:]) in domains for i in range(len(labels)))
 
 
+# The limits an operator may set in CrawlLimits, and the setting an empty one falls back to.
+LIMIT_SETTINGS = {"depth_limit": "CRAWLER_DEPTH_LIMIT", "url_length_limit": "CRAWLER_MAX_URL_LENGTH",
+                  "max_urls_per_host": "CRAWLER_MAX_URLS_PER_HOST"}
+
 _lock = threading.Lock()
 _cached: Limits | None = None
 _checked_at = 0.0
@@ -53,9 +57,7 @@ _checked_at = 0.0
 def _load() -> Limits:
     row = CrawlLimits.objects.filter(pk=1).first()
     return Limits(
-        depth_limit=_pick(row, "depth_limit", settings.CRAWLER_DEPTH_LIMIT),
-        url_length_limit=_pick(row, "url_length_limit", settings.CRAWLER_MAX_URL_LENGTH),
-        max_urls_per_host=_pick(row, "max_urls_per_host", settings.CRAWLER_MAX_URLS_PER_HOST),
+        **{field: _pick(row, field, getattr(settings, setting)) for field, setting in LIMIT_SETTINGS.items()},
         max_redirects=settings.CRAWLER_MAX_REDIRECTS,
         excluded_domains=frozenset(ExcludedDomain.objects.values_list("domain", flat=True)),
         version=row.version if row else 0,

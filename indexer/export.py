@@ -2,6 +2,8 @@
 text the index was built from with the page's fields, read in id order a batch at a time
 (keyset paging), so a million documents cost one batch of memory."""
 
+from crawlerweb.paging import in_id_order
+
 from .models import Document
 
 DOCUMENT_COLUMNS = ("id", "url_id", "address", "title", "headings", "body", "status", "content_type", "size",
@@ -15,19 +17,13 @@ def document_rows(origin: str | None = None, batch: int = 500):
     """Every document (of one site's origin, if given) as a dict, in id order: url, title,
     headings, text, status, content type, size, fetch time, content hash, text hash, SimHash,
     whether indexed or noindex, what it duplicates, where its response is archived."""
-    documents = Document.objects.order_by("id")
-    if origin:
-        documents = documents.filter(url__host__origin=origin)
-    last = 0
-    while True:
-        rows = list(documents.filter(id__gt=last).values(*DOCUMENT_COLUMNS)[:batch])
-        for row in rows:
-            yield {_RENAMED.get(key, key): value for key, value in row.items()}
-        if len(rows) < batch:
-            return
-        last = rows[-1]["id"]
+    for row in in_id_order(_documents(origin), DOCUMENT_COLUMNS, batch):
+        yield {_RENAMED.get(key, key): value for key, value in row.items()}
 
 
 def document_count(origin: str | None = None) -> int:
-    documents = Document.objects.all()
-    return (documents.filter(url__host__origin=origin) if origin else documents).count()
+    return _documents(origin).count()
+
+
+def _documents(origin: str | None):
+    return Document.objects.filter(url__host__origin=origin) if origin else Document.objects.all()

@@ -90,3 +90,29 @@ def fake_dns(monkeypatch):
     from .crawl_helpers import install_fake_dns
 
     return install_fake_dns(monkeypatch)
+
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture
+def browser(monkeypatch):
+    """Debian's headless Chromium under Playwright (`make setup-browser`), for the screens'
+    tests (tests/test_dashboard.py, tests/test_admin_screens.py)."""
+    # Playwright's sync API keeps an event loop running in this thread, which makes Django
+    # refuse ORM calls as "async"; they are not (the documented pytest-django workaround).
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    if not shutil.which(CHROMIUM):
+        pytest.fail(f"{CHROMIUM} not found: run `make setup-browser` (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield chromium
+        chromium.close()
+        # Playwright runs the test inside a greenlet with its own context variables, so the
+        # test's ORM calls opened a connection of their own: close it, or the test database
+        # cannot be dropped at the end of the session.
+        from django.db import connections
+
+        connections.close_all()

@@ -4,13 +4,11 @@ said in words, units a person reads, one named time zone, the actions and links 
 object's page, the crawl's pause switch, long texts folded. Screenshots go to var/screens/
 for people."""
 
-import shutil
 from datetime import timedelta
 from urllib.parse import urlsplit
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connections
 from django.test import Client
 from django.utils import timezone
 
@@ -18,23 +16,8 @@ from frontier.models import CrawlLimits, Host, Url, UrlState
 from frontier.normalize import normalize
 from indexer.models import Document
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 WIDTH = 1366
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's loop; the ORM calls are sync
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} not found: run `make setup-browser` (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
-        connections.close_all()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ server's zone, the time range, the empty and stale states, the layout at 1366 px
 without a console error."""
 
 import re
-import shutil
 import time
 from datetime import timedelta
 from urllib.parse import urlsplit
@@ -13,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection, connections
+from django.db import connection
 from django.test import Client
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
@@ -23,32 +22,12 @@ from console.schedules import ensure_periodic_tasks
 from frontier import service
 from frontier.models import Host, Url
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def test_anonymous_visitors_are_sent_to_the_login_page(client):
     page = client.get("/dashboard/")
     assert page.status_code == 302 and "/admin/login/" in page["Location"]
-
-
-@pytest.fixture
-def browser(monkeypatch):
-    # Playwright's sync API keeps an event loop running in this thread, which makes Django
-    # refuse ORM calls as "async"; they are not (the documented pytest-django workaround).
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    if not shutil.which(CHROMIUM):
-        pytest.fail(f"{CHROMIUM} not found: run `make setup-browser` (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
-        # Playwright runs the test inside a greenlet with its own context variables, so the
-        # test's ORM calls opened a connection of their own: close it, or the test database
-        # cannot be dropped at the end of the session.
-        connections.close_all()
 
 
 @pytest.fixture(autouse=True)

@@ -110,16 +110,20 @@ def test_it_answers_search_json_and_rejects_a_missing_query(client, crawled_rows
     assert bad.status_code == 400 and "q" in bad.json()["error"]
 
 
-@pytest.fixture
-def many_pages():
-    docs = []
-    for i in range(23):
-        service.add_urls([service.Candidate(f"http://{'docs.b' if i % 2 else 'a'}.test/p{i}")])
-        url = Url.objects.get(url=f"http://{'docs.b' if i % 2 else 'a'}.test/p{i}")
-        docs.append(Document.objects.create(url=url, address=url.url, title=f"Page {i}", content_hash=f"{i:064x}",
-                                            body=f"the pagedword story number {i} " + "extra " * i))
+def indexed_pages(pages: list[tuple[str, str, str]]) -> list[Document]:
+    """(URL, title, body) admitted, stored and indexed, the i-th with content hash i."""
+    service.add_urls([service.Candidate(address) for address, _, _ in pages])
+    urls = {url.url: url for url in Url.objects.filter(url__in=[address for address, _, _ in pages])}
+    docs = [Document.objects.create(url=urls[address], address=address, title=title, content_hash=f"{i:064x}",
+                                    body=body) for i, (address, title, body) in enumerate(pages)]
     get_search_backend().add(docs)
     return docs
+
+
+@pytest.fixture
+def many_pages():
+    return indexed_pages([(f"http://{'docs.b' if i % 2 else 'a'}.test/p{i}", f"Page {i}",
+                           f"the pagedword story number {i} " + "extra " * i) for i in range(23)])
 
 
 def test_the_search_page_counts_pages_dates_and_paginates(client, many_pages):
@@ -174,14 +178,8 @@ def test_the_search_command_lists_a_site(many_pages):
 
 @pytest.fixture
 def eighty_four_pages():
-    docs = []
-    for i in range(84):
-        service.add_urls([service.Candidate(f"http://c.test/q{i:02d}")])
-        url = Url.objects.get(url=f"http://c.test/q{i:02d}")
-        docs.append(Document.objects.create(url=url, address=url.url, title=f"Note {i}", content_hash=f"{i:064x}",
-                                            body=f"an eightyfour note, number {i} " + "more " * i))
-    get_search_backend().add(docs)
-    return docs
+    return indexed_pages([(f"http://c.test/q{i:02d}", f"Note {i}", f"an eightyfour note, number {i} " + "more " * i)
+                          for i in range(84)])
 
 
 @pytest.mark.parametrize("page, hits, last, next_page", [(1, 10, 9, 2), (8, 10, 9, 9), (9, 4, 9, None),
