@@ -3,10 +3,13 @@ that asked for it, to gzip-compressed WARC/1.0 files (ISO 28500), and the respon
 (file, offset, length) is kept so any page's raw bytes can be read back with one seek.
 
 Files: CRAWLER_WARC_DIR/crawlerweb-<UTC time>-<serial>-<hostname>-<pid>.warc.gz. Each file
-starts with a warcinfo record; once it passes CRAWLER_WARC_MAX_FILE_BYTES the next record
-goes to a new file. One writer per process (a forked Celery child opens its own file):
-records are built and compressed outside the lock and appended under it, each as its own
-gzip member, which is what lets a reader start at any record's offset.
+starts with a warcinfo record naming the crawler, its version and the settings that shaped
+what was fetched, and every other record names it (WARC-Warcinfo-ID). Once a file passes
+CRAWLER_WARC_MAX_FILE_BYTES the next records go to a new file. Beside each file its CDXJ
+index, NAME.cdxj (fetch/cdxj.py): a line per response or revisit, appended with it. One
+writer per process (a forked Celery child opens its own file): records are built and
+compressed outside the lock and appended under it, each as its own gzip member, which is
+what lets a reader start at any record's offset.
 
 What a response record holds: the status line and headers as received, and the body as the
 HTTP client delivered it, i.e. with chunked transfer coding and Content-Encoding undone (the
@@ -21,9 +24,13 @@ outcome is in the URL's row.
 
 Revisits (frontier/recrawl.py): a 304 answer to a conditional GET, and a 200 whose bytes are
 those of the last response archived for the URL, are written as `revisit` records that
-point at that response (WARC-Refers-To-Target-URI and -Date), with the profile
-"server-not-modified" or "identical-payload-digest": the status line and headers, never a
-second copy of the body.
+point at that response (WARC-Refers-To, WARC-Refers-To-Target-URI and -Date), with the
+profile "server-not-modified" or "identical-payload-digest": the status line and headers,
+never a second copy of the body. A response record's WARC-Record-ID is a name-based UUID
+(RFC 9562 version 5) of its URL and the microsecond its fetch began, which the frontier
+keeps as the URL's payload_at: so a revisit names its original without the crawler storing
+record ids, and the id is unique because one URL is never fetched twice in one
+microsecond (one request per host at a time).
 
 Durability: records reach the OS after every append but are not fsynced. A record whose
 write fails (disk full) is cut off again and the next one starts a new file, so every file
@@ -41,9 +48,13 @@ import re
 import socket
 import threading
 import time
+import uuid
 import zlib
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from importlib.metadata import version as _package_version
 from io import BytesIO
 from pathlib import Path
 from typing import NamedTuple
@@ -60,13 +71,25 @@ from warcio.warcwriter import WARCWriter
 from crawlerweb import stagetime
 from frontier.vocabulary import FetchError
 
-from . import http
+from . import cdxj, http
 
 _FRAMING_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
 _FILE_NAME = re.compile(r"^crawlerweb-\d{14}-\d{5}-(?P<host>[A-Za-z0-9._-]+)-\d+\.warc\.gz$")
 # A record read back is at most a capped body plus headers; anything longer is not ours.
 _READ_SLACK = 1024 * 1024
 _BUILDER = RecordBuilder()  # holds no state between records
+# The namespace of response record ids (uuid5 of URL and fetch start, see above).
+_RESPONSE_IDS = uuid.UUID("6f1f3e4c-5d2a-5b8e-9c41-2a7d0e9b3c15")
+SOFTWARE = "crawlerweb/0.1"
+
+
+class Built(NamedTuple):
+    """One fetch's records, built and compressed, not yet written: the gzip members (the
+    response or revisit first), its CDXJ entry, and the warcinfo record they name."""
+
+    members: tuple[bytes, ...]
+    entry: cdxj.Entry | None
+    warcinfo_id: str
 
 
 class Location(NamedTuple):
@@ -112,7 +135,7 @@ def record(result: http.FetchResult) -> Location | None:
 
 
 @stagetime.timed("warc")
-def build(result: http.FetchResult) -> list[tuple[bytes, bytes]]:
+def build(result: http.FetchResult) -> list[Built]:
     """The records of a fetch, compressed, not yet written: (response, request) members for
     each redirect hop it followed, then for its final response; [] when archiving is off
     or no response arrived. Pure work (a parse pool process may do it); append() writes."""
@@ -122,12 +145,42 @@ def build(result: http.FetchResult) -> list[tuple[bytes, bytes]]:
 
 
 @stagetime.timed("warc")
-def append(groups: list[tuple[bytes, ...]]) -> Location | None:
-    """Write built records to this process's current file; the last group's location."""
+def append(groups: list[Built]) -> Location | None:
+    """Write built records, each to the file whose warcinfo they name (normally the current
+    one), with their index lines; the last group's location."""
     location = None
-    for members in groups:
-        location = _writer().append(members)
+    for built in groups:
+        location = _writer().append(built)
     return location
+
+
+_building_for: ContextVar[str] = ContextVar("building_for", default="")
+
+
+def warcinfo_id() -> str:
+    """The warcinfo record that records built now will name: that of the file they will go
+    to. A parse pool process builds for its parent's writer: the parent sends this along."""
+    return _writer().warcinfo_id() if enabled() else ""
+
+
+@contextmanager
+def building_for(warcinfo: str):
+    """Build records in this context for another process's writer (the parse pool)."""
+    token = _building_for.set(warcinfo)
+    try:
+        yield
+    finally:
+        _building_for.reset(token)
+
+
+def _current_warcinfo_id() -> str:
+    return _building_for.get() or _writer().warcinfo_id()
+
+
+def response_record_id(url: str, started_at: datetime) -> str:
+    """The WARC-Record-ID of the response to `url` whose fetch began at `started_at`."""
+    moment = started_at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return f"<urn:uuid:{uuid.uuid5(_RESPONSE_IDS, url + chr(10) + moment)}>"
 
 
 # WARC/1.0 revisit profiles (ISO 28500:2009 section 8.3; 1.1 kept the names).
@@ -142,12 +195,13 @@ def record_revisit(result: http.FetchResult, profile: str, refers_to: datetime |
 
 
 @stagetime.timed("warc")
-def build_revisit(result: http.FetchResult, profile: str, refers_to: datetime | None) -> list[tuple[bytes, bytes]]:
+def build_revisit(result: http.FetchResult, profile: str, refers_to: datetime | None) -> list[Built]:
     """record_revisit()'s records, built, not written (see build())."""
     if not enabled() or result.status is None:
         return []
     revisit = {"WARC-Profile": profile, "WARC-Refers-To-Target-URI": result.final_url}
     if refers_to is not None:
+        revisit["WARC-Refers-To"] = response_record_id(result.final_url, refers_to)
         revisit["WARC-Refers-To-Date"] = _warc_date(refers_to.timestamp())
     if profile == IDENTICAL_PAYLOAD:
         revisit["WARC-Payload-Digest"] = payload_digest(result.body)
@@ -163,10 +217,15 @@ def _warc_date(timestamp: float) -> str:
     return datetime_to_iso_date(datetime.fromtimestamp(timestamp, timezone.utc).replace(tzinfo=None))
 
 
-def _records(result: http.FetchResult, revisit: dict | None = None) -> tuple[bytes, bytes]:
+def _records(result: http.FetchResult, revisit: dict | None = None) -> Built:
     """(response or revisit member, request member), each compressed on its own."""
     date = _warc_date(result.started_at)
+    info = _current_warcinfo_id()
     warc_headers = {"WARC-Date": date, **(revisit or {})}
+    if not revisit:
+        started = datetime.fromtimestamp(result.started_at, timezone.utc)  # as the frontier keeps it
+        warc_headers["WARC-Record-ID"] = response_record_id(result.final_url, started)
+    warc_headers["WARC-Warcinfo-ID"] = info
     if result.address:
         warc_headers["WARC-IP-Address"] = result.address
     truncated = _truncation(result)
@@ -189,12 +248,19 @@ def _records(result: http.FetchResult, revisit: dict | None = None) -> tuple[byt
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     request = _BUILDER.create_warc_record(
         result.final_url, "request", payload=BytesIO(b""), length=0,
-        warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": response.rec_headers.get_header("WARC-Record-ID")},
+        warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": response.rec_headers.get_header("WARC-Record-ID"),
+                           "WARC-Warcinfo-ID": info, **({"WARC-IP-Address": result.address} if result.address else {})},
         http_headers=StatusAndHeaders(f"GET {target} {protocol}",
                                       [("Host", parts.netloc), *(result.sent_headers or http.request_headers()).items()],
                                       is_http_request=True),
     )
-    return _member(response), _member(request)
+    members = (_member(response), _member(request))
+    # The line cdxj-indexer would write: a 304 revisit has no payload digest.
+    digest = response.rec_headers.get_header("WARC-Payload-Digest") or ("" if revisit else payload_digest(body))
+    content_type = next((value for name, value in result.response_headers if name.lower() == "content-type"), "")
+    entry = cdxj.entry(result.final_url, date, "revisit" if revisit else "response", result.status, content_type,
+                       digest)
+    return Built(members, entry, info)
 
 
 def _truncation(result: http.FetchResult) -> str:
@@ -218,75 +284,141 @@ def _member(warc_record) -> bytes:
     return compressor.compress(out.getvalue()) + compressor.flush()
 
 
+class _OpenFile:
+    """One WARC file being written, with its index beside it."""
+
+    def __init__(self, directory: Path, name: str, warcinfo_id: str, mode: str = "xb"):
+        self.name, self.warcinfo_id = name, warcinfo_id
+        self.warc = open(directory / name, mode)  # "xb": never append to another writer's file
+        try:
+            self.index = open(cdxj.sidecar_path(directory / name), "ab")
+        except OSError:
+            self.warc.close()
+            raise
+
+    def close(self) -> None:
+        for f in (self.warc, self.index):
+            try:
+                f.close()
+            except OSError:
+                pass  # closing flushes what is left in the buffer, which may fail (disk full)
+
+
 class _FileWriter:
-    """Appends gzip members to the current file of this process, rotating by size."""
+    """Appends gzip members to this process's current file (and their lines to its index),
+    rotating by size. A record built just before a rotation names the file it was built
+    for: it goes there (the previous file stays open until the next rotation)."""
 
     def __init__(self, directory: Path, max_bytes: int):
         self.directory, self.max_bytes = directory, max_bytes
         self.pid = os.getpid()
         self.key = (self.pid, directory, max_bytes)
         self.lock = threading.Lock()
-        self.file = None
-        self.name = ""
+        self.current: _OpenFile | None = None
+        self.previous: _OpenFile | None = None
+        self.next_warcinfo_id = _BUILDER._make_warc_id()  # the id of the file opened next
 
-    def append(self, members: tuple[bytes, ...]) -> Location:
+    @property
+    def name(self) -> str:
+        return self.current.name if self.current else ""
+
+    def warcinfo_id(self) -> str:
         with self.lock:
-            if self.file is None or self.file.tell() >= self.max_bytes:
-                self._open_next()
-            offset = self.file.tell()
-            try:
-                for member in members:
-                    self.file.write(member)
-                self.file.flush()
-            except OSError:
-                self._abandon(offset)
-                raise
-            return Location(self.name, offset, len(members[0]))
+            return self.current.warcinfo_id if self.current else self.next_warcinfo_id
 
-    def _abandon(self, offset: int) -> None:
-        """After a failed write (disk full): cut the torn record off, so the file stays
-        readable from start to end, and start a new file next time."""
-        path, file, self.file = self.directory / self.name, self.file, None
-        for step in (file.close, lambda: os.truncate(path, offset)):
+    def append(self, built: Built) -> Location:
+        with self.lock:
+            target = self.previous if self.previous and built.warcinfo_id == self.previous.warcinfo_id else None
+            if target is None:
+                if self.current is None:
+                    self._open_next()
+                target = self.current
+            offset, index_at = target.warc.tell(), target.index.tell()
             try:
-                step()
+                for member in built.members:
+                    target.warc.write(member)
+                target.warc.flush()
+                if built.entry is not None:
+                    target.index.write(built.entry.line(target.name, offset, len(built.members[0])).encode("ascii"))
+                    target.index.flush()
             except OSError:
-                pass  # closing flushes what is left in the buffer, which may fail the same way
+                self._abandon(target, offset, index_at)
+                raise
+            location = Location(target.name, offset, len(built.members[0]))
+            if target is self.current and target.warc.tell() >= self.max_bytes:
+                self._rotate()
+            return location
+
+    def _rotate(self) -> None:
+        """The current file is full: records built from now on name the next one."""
+        if self.previous is not None:
+            self.previous.close()
+        self.previous, self.current = self.current, None
+        self.next_warcinfo_id = _BUILDER._make_warc_id()
+
+    def _abandon(self, target: _OpenFile, offset: int, index_at: int) -> None:
+        """After a failed write (disk full): cut the torn record and its line off, so both
+        files stay readable from start to end, and start a new file next time."""
+        target.close()
+        for path, size in ((self.directory / target.name, offset),
+                           (cdxj.sidecar_path(self.directory / target.name), index_at)):
+            try:
+                os.truncate(path, size)
+            except OSError:
+                pass
+        if target is self.current:
+            self.current = None
+            self.next_warcinfo_id = _BUILDER._make_warc_id()
+        else:
+            self.previous = None
 
     def _open_next(self) -> None:
-        if self.file is not None:
-            self.file.close()
-            self.file = None
         self.directory.mkdir(parents=True, exist_ok=True)
         host = re.sub(r"[^A-Za-z0-9.-]", "-", socket.gethostname()) or "host"
         while True:
             stamp = time.strftime("%Y%m%d%H%M%S", time.gmtime())
             name = f"crawlerweb-{stamp}-{next(_serials) % 100_000:05d}-{host}-{self.pid}.warc.gz"
             try:
-                self.file = open(self.directory / name, "xb")  # never append to another writer's file
+                opened = _OpenFile(self.directory, name, self.next_warcinfo_id)
                 break
             except FileExistsError:
                 continue
-        self.name = name
-        self.file.write(self._warcinfo(name))
-        self.file.flush()
-
-    @staticmethod
-    def _warcinfo(name: str) -> bytes:
-        info = _BUILDER.create_warcinfo_record(name, {
-            "software": "crawlerweb (warcio)",
-            "format": "WARC File Format 1.0",
-            "hostname": socket.gethostname(),
-            "http-header-user-agent": settings.CRAWLER_USER_AGENT,
-            "robots": "obey",
-        })
-        return _member(info)
+        try:
+            opened.warc.write(_warcinfo(name, opened.warcinfo_id))
+            opened.warc.flush()
+        except OSError:
+            opened.close()
+            raise
+        self.current = opened
 
     def close(self) -> None:
         with self.lock:
-            if self.file is not None:
-                self.file.close()
-                self.file = None
+            for opened in (self.previous, self.current):
+                if opened is not None:
+                    opened.close()
+            self.previous = self.current = None
+
+
+def _warcinfo(name: str, record_id: str) -> bytes:
+    """The first record of a file: who wrote it and under which rules (WARC 1.0 annex C's
+    warcinfo fields, and the settings that decide what was fetched and kept)."""
+    fields = {
+        "software": f"{SOFTWARE} (warcio/{_package_version('warcio')})",
+        "format": "WARC File Format 1.0",
+        "conformsTo": "http://bibnum.bnf.fr/WARC/WARC_ISO_28500_version1_latestdraft.pdf",
+        "hostname": socket.gethostname(),
+        "http-header-user-agent": settings.CRAWLER_USER_AGENT,
+        "robots": "obey",
+        "description": "a crawl by crawlerweb: one request per host at a time, redirects archived hop by hop",
+        "crawler-default-delay-seconds": str(settings.CRAWLER_DEFAULT_DELAY),
+        "crawler-adaptive-delay-factor": str(settings.CRAWLER_ADAPTIVE_DELAY_FACTOR),
+        "crawler-max-body-bytes": str(settings.CRAWLER_MAX_BODY_BYTES),
+        "crawler-total-deadline-seconds": str(settings.CRAWLER_TOTAL_DEADLINE),
+        "crawler-depth-limit": str(settings.CRAWLER_DEPTH_LIMIT),
+    }
+    info = _BUILDER.create_warcinfo_record(name, fields)
+    info.rec_headers.replace_header("WARC-Record-ID", record_id)
+    return _member(info)
 
 
 _serials = itertools.count(1)  # this process's files, in the order they were started

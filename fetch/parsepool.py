@@ -123,8 +123,11 @@ class ParsePool:
         except queue.Empty:
             self.inline += 1
             return analyse(result, queued)
+        from . import archive
+
         with stagetime.stage("pool"):
-            payload = pickle.dumps((result, queued), pickle.HIGHEST_PROTOCOL)
+            # The child builds WARC records for this process's writer: they name its file.
+            payload = pickle.dumps((result, queued, archive.warcinfo_id()), pickle.HIGHEST_PROTOCOL)
         try:
             child.conn.send_bytes(payload)
             if not child.conn.poll(settings.CRAWLER_PARSE_TIMEOUT):
@@ -135,8 +138,6 @@ class ParsePool:
             self.failures += 1
             log.warning("analysing %s broke its parse process (%s): settled as parse_failed", queued.url,
                         exc or type(exc).__name__)
-            from . import archive
-
             return Analysis(records=archive.build(result), failed=PageDetail.PARSE_FAILED)
         self._idle.put(child)
         with stagetime.stage("pool"):
@@ -174,6 +175,7 @@ def _child_main(conn) -> None:
 
     override_settings(**settings_snapshot).enable()
     analyse = import_string(analyse_path)
+    from .archive import building_for
 
     conn.send_bytes(b"ready")
     while True:
@@ -181,8 +183,8 @@ def _child_main(conn) -> None:
             request = conn.recv_bytes()
         except (EOFError, OSError):
             return
-        result, queued = pickle.loads(request)
-        with stagetime.Recorder() as recorder:
+        result, queued, warcinfo_id = pickle.loads(request)
+        with stagetime.Recorder() as recorder, building_for(warcinfo_id):
             analysis = analyse(result, queued)
         conn.send_bytes(pickle.dumps((analysis, recorder.delta()), pickle.HIGHEST_PROTOCOL))
         del result, queued, analysis

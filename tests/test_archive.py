@@ -13,7 +13,7 @@ from django.urls import reverse
 from warcio.archiveiterator import ArchiveIterator
 
 from bench.sampleweb.hostile import hostile_web
-from fetch import archive, http
+from fetch import archive, cdxj, http
 from frontier import service
 from frontier.models import Url
 from indexer.models import Document
@@ -273,3 +273,6 @@ def test_a_failed_write_leaves_no_torn_record_and_the_next_record_starts_a_new_f
     # the file that failed holds what was written before and nothing torn after it
     assert [r["type"] for r in warc_records(warc_dir)] == ["warcinfo", "response", "request"] * 2
     assert archive.read_response(archive.Location(*report["next"])).body == result.body
+    # and its index lists the record before the failure, whole, and nothing torn
+    assert [len(cdxj.sidecar_path(f).read_text().splitlines()) for f in files] == [1, 1]
+    assert cdxj.sidecar_path(files[0]).read_text().endswith("\n")

@@ -142,6 +142,7 @@ def test_a_revisit_is_a_conditional_get_and_a_304_a_revisit_record(site, tmp_pat
     assert headers["WARC-Profile"] == archive.NOT_MODIFIED
     assert headers["WARC-Refers-To-Target-URI"] == url
     assert headers["WARC-Refers-To-Date"] == first[1]["WARC-Date"]
+    assert headers["WARC-Refers-To"] == first[1]["WARC-Record-ID"]
 
 
 def test_an_unchanged_200_is_an_identical_payload_revisit(site, tmp_path):
@@ -157,6 +158,7 @@ def test_an_unchanged_200_is_an_identical_payload_revisit(site, tmp_path):
     assert second[0] == "revisit" and second[2] == b"" and second[3] == "200"
     assert second[1]["WARC-Profile"] == archive.IDENTICAL_PAYLOAD
     assert second[1]["WARC-Payload-Digest"] == first[1]["WARC-Payload-Digest"]
+    assert second[1]["WARC-Refers-To"] == first[1]["WARC-Record-ID"]
 
 
 def test_noise_is_not_a_change_and_a_real_edit_is(site):
