@@ -17,7 +17,7 @@ from .auth import admin_api, allow_methods, error
 REJECTION_MESSAGES = {
     "empty": "empty URL",
     "unparsable": "not a parsable URL",
-    "scheme": "only http and https URLs are crawled",
+    "scheme": "only http, https and gemini URLs are crawled",
     "credentials": "URLs with user names or passwords are refused",
     "host": "no valid host name",
     "url_too_long": "longer than the URL length limit",

@@ -388,6 +388,9 @@ CRAWLER_FEEDS = envbool("CRAWLER_FEEDS", True)
 CRAWLER_FETCH_THREADS = envint("CRAWLER_FETCH_THREADS", 32, minimum=1)
 # Number of Celery fetch queues (fetch.0 … fetch.N-1); a host always maps to the same one.
 CRAWLER_FETCH_QUEUES = envint("CRAWLER_FETCH_QUEUES", 4, minimum=1)
+# The virtual user-agents of Gemini's robots.txt companion whose rules a gemini:// capsule's
+# robots.txt applies to us as well as `*` and our product token: we index and archive.
+CRAWLER_GEMINI_ROBOTS_AGENTS = envlist("CRAWLER_GEMINI_ROBOTS_AGENTS", "indexer,archiver")
 # Network failures in a row (timeouts, refused or reset connections) after which a host is
 # paused: its URLs wait untried instead of burning their attempts (circuit breaker).
 CRAWLER_HOST_FAILURE_THRESHOLD = envint("CRAWLER_HOST_FAILURE_THRESHOLD", 5, minimum=1)

@@ -203,8 +203,9 @@ def build_revisit(result: http.FetchResult, profile: str, refers_to: datetime | 
     if refers_to is not None:
         revisit["WARC-Refers-To"] = response_record_id(result.final_url, refers_to)
         revisit["WARC-Refers-To-Date"] = _warc_date(refers_to.timestamp())
-    if profile == IDENTICAL_PAYLOAD:
-        revisit["WARC-Payload-Digest"] = payload_digest(result.body)
+    if profile == IDENTICAL_PAYLOAD:  # the digest the original's record got (over a Gemini block for Gemini)
+        payload = result.gemini_header.encode("utf-8") + b"\r\n" + result.body if result.gemini else result.body
+        revisit["WARC-Payload-Digest"] = payload_digest(payload)
     return [_records(result, revisit)]
 
 
@@ -231,12 +232,26 @@ def _records(result: http.FetchResult, revisit: dict | None = None) -> Built:
     truncated = _truncation(result)
     if truncated:
         warc_headers["WARC-Truncated"] = truncated
+    body = b"" if revisit else result.body
+    if result.gemini:
+        response, request = _gemini_records(result, revisit, warc_headers, body, info)
+    else:
+        response, request = _http_records(result, revisit, warc_headers, body, info)
+    members = (_member(response), _member(request))
+    # The line cdxj-indexer would write: a 304 revisit has no payload digest.
+    digest = response.rec_headers.get_header("WARC-Payload-Digest") or ("" if revisit else payload_digest(body))
+    content_type = next((value for name, value in result.response_headers if name.lower() == "content-type"), "")
+    status = result.gemini_header[:2] if result.gemini else result.status
+    entry = cdxj.entry(result.final_url, date, "revisit" if revisit else "response", status, content_type, digest)
+    return Built(members, entry, info)
+
+
+def _http_records(result: http.FetchResult, revisit: dict | None, warc_headers: dict, body: bytes, info: str):
     headers = []
     for name, value in result.response_headers:
         if name.lower() in _FRAMING_HEADERS:
             name = "X-Archive-Orig-" + name
         headers.append((name, value))
-    body = b"" if revisit else result.body
     headers.append(("Content-Length", str(len(body))))
     protocol = "HTTP/1.0" if result.http_version == 10 else "HTTP/1.1"
     status_line = f"{result.status} {result.reason}".rstrip()
@@ -248,19 +263,42 @@ def _records(result: http.FetchResult, revisit: dict | None = None) -> Built:
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     request = _BUILDER.create_warc_record(
         result.final_url, "request", payload=BytesIO(b""), length=0,
-        warc_headers_dict={"WARC-Date": date, "WARC-Concurrent-To": response.rec_headers.get_header("WARC-Record-ID"),
-                           "WARC-Warcinfo-ID": info, **({"WARC-IP-Address": result.address} if result.address else {})},
+        warc_headers_dict=_request_headers(response, warc_headers, info),
         http_headers=StatusAndHeaders(f"GET {target} {protocol}",
                                       [("Host", parts.netloc), *(result.sent_headers or http.request_headers()).items()],
                                       is_http_request=True),
     )
-    members = (_member(response), _member(request))
-    # The line cdxj-indexer would write: a 304 revisit has no payload digest.
-    digest = response.rec_headers.get_header("WARC-Payload-Digest") or ("" if revisit else payload_digest(body))
-    content_type = next((value for name, value in result.response_headers if name.lower() == "content-type"), "")
-    entry = cdxj.entry(result.final_url, date, "revisit" if revisit else "response", result.status, content_type,
-                       digest)
-    return Built(members, entry, info)
+    return response, request
+
+
+# Gemini in WARC: no HTTP message to wrap, so the record's block is the protocol's own bytes —
+# the header line ("20 text/gemini", the protocol's status line) and CRLF, then the body;
+# the request record's block is the request line. Their Content-Type says which
+# (application/gemini with msgtype, as application/http does for HTTP).
+GEMINI_RESPONSE_TYPE = "application/gemini; msgtype=response"
+GEMINI_REQUEST_TYPE = "application/gemini; msgtype=request"
+
+
+def _gemini_records(result: http.FetchResult, revisit: dict | None, warc_headers: dict, body: bytes, info: str):
+    block = result.gemini_header.encode("utf-8") + b"\r\n" + body
+    response = _BUILDER.create_warc_record(
+        result.final_url, "revisit" if revisit else "response", payload=BytesIO(block), length=len(block),
+        warc_content_type=GEMINI_RESPONSE_TYPE, warc_headers_dict=warc_headers,
+    )
+    line = result.final_url.encode("utf-8") + b"\r\n"
+    request = _BUILDER.create_warc_record(
+        result.final_url, "request", payload=BytesIO(line), length=len(line), warc_content_type=GEMINI_REQUEST_TYPE,
+        warc_headers_dict=_request_headers(response, warc_headers, info),
+    )
+    return response, request
+
+
+def _request_headers(response, warc_headers: dict, info: str) -> dict:
+    headers = {"WARC-Date": warc_headers["WARC-Date"],
+               "WARC-Concurrent-To": response.rec_headers.get_header("WARC-Record-ID"), "WARC-Warcinfo-ID": info}
+    if "WARC-IP-Address" in warc_headers:
+        headers["WARC-IP-Address"] = warc_headers["WARC-IP-Address"]
+    return headers
 
 
 def _truncation(result: http.FetchResult) -> str:
@@ -487,17 +525,24 @@ def read_response(location: Location) -> ArchivedResponse:
         raise ArchiveUnavailable(f"no WARC record at {location.filename}:{location.offset} ({exc})") from None
     if warc_record.rec_type != "response":
         raise ArchiveUnavailable(f"the record at {location.filename}:{location.offset} is a {warc_record.rec_type}")
+    target_uri = warc_record.rec_headers.get_header("WARC-Target-URI", "")
     http_headers = warc_record.http_headers
-    if http_headers is None:  # bytes that parse as a response record but hold no HTTP message
+    if target_uri.startswith("gemini://"):  # the block is the header line, CRLF, the body
+        header, _, body = body.partition(b"\r\n")
+        status_line, header_list = header.decode("utf-8", errors="replace"), []
+    elif http_headers is None:  # bytes that parse as a response record but hold no HTTP message
         raise ArchiveUnavailable(f"no WARC record at {location.filename}:{location.offset} "
                                  "(a response record without HTTP headers)")
+    else:
+        status_line = f"{http_headers.protocol} {http_headers.statusline}".strip()
+        header_list = list(http_headers.headers)
     return ArchivedResponse(
         location=location,
-        target_uri=warc_record.rec_headers.get_header("WARC-Target-URI", ""),
+        target_uri=target_uri,
         warc_date=warc_record.rec_headers.get_header("WARC-Date", ""),
         warc_headers=list(warc_record.rec_headers.headers),
-        status_line=f"{http_headers.protocol} {http_headers.statusline}".strip(),
-        http_headers=list(http_headers.headers),
+        status_line=status_line,
+        http_headers=header_list,
         body=body,
         record_bytes=member,
     )

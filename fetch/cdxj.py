@@ -4,7 +4,9 @@ the `wacz` packager): one line per response, revisit, resource or metadata recor
     <SURT key> <14-digit UTC timestamp> {"url", "mime", "status", "digest", "length", "offset", "filename"}
 
 with the fields, their order and their spelling as webrecorder's cdxj-indexer writes them
-(tests/test_cdxj.py holds our lines equal to its lines for the same file).
+(tests/test_cdxj.py holds our lines equal to its lines for the same file). A gemini://
+record's line says more than cdxj-indexer's, which reads no Gemini: the media type of a 2x
+answer as `mime` and the two-digit Gemini status as `status`.
 
 Written as records are appended, not by reading the files again: each WARC file
 NAME.warc.gz gets a sidecar NAME.cdxj beside it, one line per indexed record in the order
@@ -43,9 +45,10 @@ class Entry(NamedTuple):
     digest: str  # WARC-Payload-Digest, when the record has one
 
     def line(self, filename: str, offset: int, length: int) -> str:
-        fields = {"url": self.url, "mime": self.mime, "status": self.status}
-        if self.digest:
-            fields["digest"] = self.digest
+        fields = {"url": self.url}
+        for name, value in (("mime", self.mime), ("status", self.status), ("digest", self.digest)):
+            if value:  # as cdxj-indexer: a field the record does not have is left out
+                fields[name] = value
         fields.update(length=str(length), offset=str(offset), filename=filename)
         return f"{self.key} {self.timestamp} {json.dumps(fields)}\n"
 

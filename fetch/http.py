@@ -1,4 +1,6 @@
 """All outbound HTTP of crawlerweb goes through this module. Nothing else imports an HTTP client.
+(gemini:// URLs are handed to fetch/gemini.py, whose contract is the same where the
+protocols meet.)
 
 Safety contract — every request made here:
 - goes only to http/https URLs;
@@ -161,6 +163,14 @@ class FetchResult:
     body_read: bool = False  # False: the body was not downloaded (not a type asked for)
     redirects: list["FetchResult"] = field(default_factory=list)  # hops followed before this response
     sent_headers: dict[str, str] = field(default_factory=dict)  # the request's headers (urllib3 adds Host)
+    # Gemini (fetch/gemini.py): the header line as received, the server certificate.
+    gemini_header: str = ""
+    tls_fingerprint: str = ""  # SHA-256 of the certificate, hex
+    tls_not_after: float | None = None  # its expiry, seconds since the epoch
+
+    @property
+    def gemini(self) -> bool:
+        return self.url.startswith("gemini://")
 
     @property
     def content_type(self) -> str:
@@ -205,12 +215,16 @@ class HostConnection:
 
     def __init__(self, origin: str):
         parts = urlsplit(origin)
-        pool_class = GuardedHTTPSConnectionPool if parts.scheme == "https" else GuardedHTTPConnectionPool
         self.origin = origin
-        self._pool = pool_class(parts.hostname, parts.port, maxsize=1, block=False, retries=False)
+        self.gemini_connections = 0  # Gemini: a connection per request, nothing kept (fetch/gemini.py)
+        self._pool = None
+        if parts.scheme != "gemini":
+            pool_class = GuardedHTTPSConnectionPool if parts.scheme == "https" else GuardedHTTPConnectionPool
+            self._pool = pool_class(parts.hostname, parts.port, maxsize=1, block=False, retries=False)
 
     def serves(self, url: str) -> bool:
-        return url.startswith(self.origin) and url[len(self.origin):len(self.origin) + 1] in ("/", "?", "")
+        return (self._pool is not None and url.startswith(self.origin)
+                and url[len(self.origin):len(self.origin) + 1] in ("/", "?", ""))
 
     def urlopen(self, method: str, url: str, **kwargs):
         target = url[len(self.origin):] or "/"
@@ -218,10 +232,11 @@ class HostConnection:
 
     @property
     def connections_opened(self) -> int:
-        return self._pool.num_connections
+        return self._pool.num_connections if self._pool is not None else self.gemini_connections
 
     def close(self) -> None:
-        self._pool.close()
+        if self._pool is not None:
+            self._pool.close()
 
 
 def request_headers() -> dict[str, str]:
@@ -246,8 +261,16 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
     rest is not downloaded). via: the session's connection to the URL's origin. The
     connection is kept alive for the next request to the host when the body was read to
     its end. conditional: If-None-Match / If-Modified-Since for a revisit (a 304 answer
-    has no body).
+    has no body). A gemini:// URL goes to fetch/gemini.py (no connection to keep, no
+    conditional GET, every body read).
     """
+    if url.startswith("gemini://"):
+        from . import gemini
+
+        result = gemini.fetch(url, max_bytes=max_bytes, follow_redirects=follow_redirects)
+        if via is not None and result.address:
+            via.gemini_connections += 1 + len(result.redirects)
+        return result
     max_bytes = max_bytes or settings.CRAWLER_MAX_BODY_BYTES
     started = time.monotonic()
     deadline = started + settings.CRAWLER_TOTAL_DEADLINE

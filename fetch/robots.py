@@ -50,8 +50,11 @@ def product_token() -> str:
 
 
 @stagetime.timed("robots")
-def read(body: str) -> robotstxt.RobotsFile:
-    return robotstxt.parse(body, product_token())
+def read(body: str, origin: str = "") -> robotstxt.RobotsFile:
+    """The robots.txt of `origin` as it applies to us (a gemini:// capsule's with the
+    virtual user-agents we are: CRAWLER_GEMINI_ROBOTS_AGENTS)."""
+    also = settings.CRAWLER_GEMINI_ROBOTS_AGENTS if origin.startswith("gemini://") else ()
+    return robotstxt.parse(body, product_token(), tuple(also))
 
 
 _parsed: dict[tuple[int, object], RobotsPolicy] = {}
@@ -104,7 +107,7 @@ def fetch(host: frontier.HostView, via: http.HostConnection | None = None
         ttl = settings.CRAWLER_ROBOTS_CACHE_SECONDS
     delay, sitemaps = None, ()
     if body:
-        parsed = read(body)
+        parsed = read(body, host.origin)
         delay = None if parsed.crawl_delay is None else min(parsed.crawl_delay, settings.CRAWLER_MAX_CRAWL_DELAY)
         sitemaps = tuple(url.replace("\x00", "")[:2048] for url in parsed.sitemaps)
     error = (result.error or f"http_{status}") if unreachable(status) else ""
@@ -131,8 +134,8 @@ def sitemap_candidates(origin: str, answer: RobotsAnswer, depth: int, scopes: st
     """The robots.txt's Sitemap: URLs (at most MAX_SITEMAPS), or /sitemap.xml when it names
     none and CRAWLER_SITEMAP_GUESS is on; none while robots.txt is unavailable (it is
     tried again first)."""
-    if not origin or not settings.CRAWLER_SITEMAPS or answer.error:
-        return []
+    if not origin or not settings.CRAWLER_SITEMAPS or answer.error or origin.startswith("gemini://"):
+        return []  # (Geminispace has no sitemaps)
     urls = list(dict.fromkeys(answer.sitemaps))[:frontier.MAX_SITEMAPS]
     if not urls and settings.CRAWLER_SITEMAP_GUESS:
         urls = ["/sitemap.xml"]
@@ -150,7 +153,7 @@ def policy_for(host: frontier.HostView) -> RobotsPolicy:
     with _parsed_lock:
         policy = _parsed.get(key)
     if policy is None:
-        policy = RobotsPolicy(read(host.robots_body))
+        policy = RobotsPolicy(read(host.robots_body, host.origin))
         with _parsed_lock:
             if len(_parsed) >= _PARSED_CACHE_MAX:
                 _parsed.clear()

@@ -25,6 +25,12 @@ Reading rules:
 - Crawl-delay (not in the RFC, widely used) is read from the chosen groups: a number of
   seconds, the first valid one wins;
 - Sitemap lines are collected wherever they are (they belong to no group).
+
+Gemini (the robots.txt companion specification, gemini://geminiprotocol.net/docs/companion/robots.gmi):
+a bot obeys the groups for `*` and for its own name as above, and *also* those for each
+*virtual user-agent* that describes what it does (`indexer`, `archiver`, `researcher`,
+`webproxy`): `also` names them (CRAWLER_GEMINI_ROBOTS_AGENTS). A URL is allowed only if
+every one of those rule sets allows it; the longest Crawl-delay among them counts.
 """
 
 import re
@@ -66,21 +72,35 @@ class RobotsFile:
     crawl_delay: float | None
     sitemaps: tuple[str, ...]
     matcher: Protego
+    also: tuple[Protego, ...] = ()  # Gemini's virtual user-agents' rule sets, each to obey too
 
     def allows(self, url: str) -> bool:
-        return self.matcher.can_fetch(url, "*")
+        return self.matcher.can_fetch(url, "*") and all(other.can_fetch(url, "*") for other in self.also)
 
 
-def parse(text: str, token: str) -> RobotsFile:
-    """Read a robots.txt for the crawler whose product token is `token`."""
+def parse(text: str, token: str, also: tuple[str, ...] = ()) -> RobotsFile:
+    """Read a robots.txt for the crawler whose product token is `token` (and, for Gemini,
+    the virtual user-agents `also`)."""
     groups, sitemaps = _read(text.removeprefix("\ufeff"))
     token = token.lower()
     mine = [g for g in groups if token and token in g.agents] or [g for g in groups if "*" in g.agents]
     rules = tuple(rule for g in mine for rule in g.rules)
     delay = next((g.crawl_delay for g in mine if g.crawl_delay is not None), None)
-    # One anonymous group with exactly our rules: protego only matches paths.
-    synthetic = "User-agent: *\n" + "".join(f"{kind.capitalize()}: {path}\n" for kind, path in rules if path)
-    return RobotsFile(rules, delay, tuple(sitemaps), Protego.parse(synthetic))
+    others = []
+    for agent in dict.fromkeys([*(a.lower() for a in also), "*"] if also else []):
+        theirs = [g for g in groups if agent in g.agents]
+        if not theirs or theirs == mine:
+            continue
+        others.append(_matcher(tuple(rule for g in theirs for rule in g.rules)))
+        delays = [g.crawl_delay for g in theirs if g.crawl_delay is not None]
+        if delays:
+            delay = max(delays[0], delay or 0.0)
+    return RobotsFile(rules, delay, tuple(sitemaps), _matcher(rules), tuple(others))
+
+
+def _matcher(rules: tuple[tuple[str, str], ...]) -> Protego:
+    # One anonymous group with exactly these rules: protego only matches paths.
+    return Protego.parse("User-agent: *\n" + "".join(f"{kind.capitalize()}: {path}\n" for kind, path in rules if path))
 
 
 def _read(text: str) -> tuple[list[_Group], list[str]]:

@@ -82,6 +82,16 @@ class RobotsFetched:
 
 
 @dataclass
+class CertificateSeen:
+    """A gemini:// host showed a certificate other than the one the session knew it by."""
+
+    host_id: int
+    fingerprint: str
+    not_after: float | None
+    seen_at: float
+
+
+@dataclass
 class MoreUrlsWanted:
     """A session has fetched what it was given: once everything before this is stored (its
     last pages' links among it), the writer looks for more of its host's due URLs."""
@@ -128,6 +138,7 @@ class HostSession:
         self.requests = 0
         self.address = ""  # the server address the requests went to
         self.ended = ""  # why it ended ("" while it runs)
+        self.certificate = host.tls_fingerprint  # trust on first use (gemini://)
 
     @property
     def host_id(self) -> int:
@@ -253,6 +264,9 @@ class HostSession:
         """Tell the clock about a request that just ended."""
         self.requests += 1
         self.address = result.address or self.address
+        if result.tls_fingerprint and result.tls_fingerprint != self.certificate:
+            self.certificate = result.tls_fingerprint
+            self.sink(CertificateSeen(self.host_id, result.tls_fingerprint, result.tls_not_after, time.time()))
         end = time.monotonic()
         if result.status is not None:
             self.clock.response(end, result.elapsed, result.status, retry_after)

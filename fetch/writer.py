@@ -36,7 +36,8 @@ import logging
 import threading
 import time
 from collections import defaultdict, deque
-from datetime import timedelta
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 
 from django.conf import settings
 from django.db import InterfaceError, OperationalError, close_old_connections, connection
@@ -49,7 +50,7 @@ from frontier import service as frontier
 from . import crawllog, robots
 from .observe import RequestRecord
 from .service import Results, store
-from .session import MoreUrlsWanted, RobotsFetched, SessionEnded, UrlsDone
+from .session import CertificateSeen, MoreUrlsWanted, RobotsFetched, SessionEnded, UrlsDone
 
 log = logging.getLogger(__name__)
 
@@ -166,6 +167,8 @@ class Writer:
         for item in group:
             if isinstance(item, RobotsFetched):
                 self._guarded(robots.save, item.host_id, item.answer, item.origin, item.depth, item.scopes)
+            elif isinstance(item, CertificateSeen):
+                self._guarded(_record_certificate, item)
         done = [item for item in group if isinstance(item, UrlsDone)]
         if done:
             self._store(done)
@@ -300,6 +303,15 @@ def _store_retrying(results: Results) -> None:
             if attempt == STORE_TRIES or not isinstance(exc.__cause__, _TRANSIENT):
                 raise
             log.warning("storing %d results was aborted (%s); trying again", len(results.url_ids()), exc)
+
+
+def _record_certificate(seen: CertificateSeen) -> None:
+    not_after = datetime.fromtimestamp(seen.not_after, dt_timezone.utc) if seen.not_after else None
+    verdict = frontier.record_certificate(seen.host_id, seen.fingerprint, not_after,
+                                          datetime.fromtimestamp(seen.seen_at, dt_timezone.utc))
+    if verdict == "changed_early":
+        log.warning("host %s showed another certificate (%s…) before its last one expired: recorded, "
+                    "the crawl goes on (trust on first use)", seen.host_id, seen.fingerprint[:16])
 
 
 def _pages(item) -> int:

@@ -186,7 +186,15 @@ class HostAdmin(DerivedDataAdmin, ObjectActionsAdmin):
                    "fields": ("lease_owner", "lease_holder", "leased_until")}),
         ("Counts and addresses", {"fields": ("url_count", "domain", "address", "created_at")}),
     )
+    certificate_fieldset = ("Certificate (trust on first use)", {
+        "description": "Geminispace's certificates are mostly self-signed: the crawler remembers the one a "
+                       "capsule showed and notes a change that came before it expired (it crawls on)",
+        "fields": ("tls_fingerprint", "tls_not_after", "tls_previous_fingerprint", "tls_changed_early_at")})
     readonly_fields = ("state_in_words", "crawl_delay_human", "response_time_human", "robots", "waiting_for")
+
+    def get_fieldsets(self, request, obj=None):
+        gemini = obj is not None and obj.origin.startswith("gemini://")
+        return self.fieldsets + ((self.certificate_fieldset,) if gemini else ())
 
     def get_queryset(self, request):
         # Ready or idle needs to know whether any URL is due: one EXISTS per listed row.

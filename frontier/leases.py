@@ -44,6 +44,7 @@ class HostView:
     address: str = ""
     response_time: float | None = None
     failures: int = 0
+    tls_fingerprint: str = ""  # the certificate it showed last (gemini://)
 
 
 @stagetime.timed("leases")
@@ -208,7 +209,7 @@ def begin_lease(host_id: int, token: str) -> HostView | None:
 
 
 _HOST_VIEW_FIELDS = ("id", "origin", "crawl_delay", "robots_status", "robots_body", "robots_error", "robots_fetched_at",
-                     "robots_expires_at", "address", "response_time", "failures")
+                     "robots_expires_at", "address", "response_time", "failures", "tls_fingerprint")
 
 
 @stagetime.timed("leases")

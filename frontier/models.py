@@ -57,6 +57,16 @@ class Host(models.Model):
                                      "is fetched from it until it is resumed")
     band = models.SmallIntegerField(default=2, db_default=2, help_text="score band of the best URL it is known to "
                                     "have waiting: 0 best, 2 least (frontier/importance.py); dispatch draws by band")
+    # Gemini's trust on first use (fetch/gemini.py): the certificate the host showed, and a
+    # change seen while the one before had not expired yet (recorded, not refused).
+    tls_fingerprint = models.CharField(max_length=64, blank=True, default="", db_default="",
+                                       help_text="SHA-256 of the certificate last seen (gemini://), hex")
+    tls_not_after = models.DateTimeField(null=True, blank=True, help_text="when that certificate expires")
+    tls_previous_fingerprint = models.CharField(max_length=64, blank=True, default="", db_default="",
+                                                help_text="the certificate seen before it")
+    tls_changed_early_at = models.DateTimeField(
+        null=True, blank=True, help_text="when the certificate last changed before the previous one expired "
+        "(a renewal, or someone in between: trust on first use notes it, the crawl goes on)")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

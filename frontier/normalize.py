@@ -11,7 +11,7 @@ Two layers (the whole policy, with examples, is docs/urls.md):
    drops the default port and percent-encodes what must be. One server is then one host,
    whatever form a page wrote its address in.
 2. **Our canonical policy on top of its serialization**, each rule for a crawler's reason:
-   http/https only; URLs with credentials refused (a crawler must not send them); the
+   http, https and gemini only; URLs with credentials refused (a crawler must not send them); the
    fragment dropped (never sent to a server); session ids dropped (`;jsessionid=…` path
    parameters, PHPSESSID/sid/… query parameters: one page would look like endless URLs);
    escapes of unreserved characters decoded and the others in upper-case hex (RFC 3986
@@ -21,6 +21,14 @@ Two layers (the whole policy, with examples, is docs/urls.md):
    trailing dot dropped; a host must be a DNS name (letters, digits, `-`, `_`) or an IP
    literal, since nothing else can be resolved. Query order and an empty query (`?`) are
    kept: servers may give both meaning.
+
+**gemini://** (Geminispace): WHATWG treats it as a non-special scheme, so its parser keeps
+the host as written (`gemini://Example.COM`), keeps an empty path empty and does not know
+the default port. We give it the form a special URL would have, since a Gemini host is a
+DNS name like a web host: the host goes through the same host parser as an https URL's
+(lowercase, IDNA to punycode, IPv4 forms to dotted decimal), port 1965 is dropped, an empty
+path is `/`; dot segments, escapes and the rest follow the rules above. So
+`gemini://Example.COM:1965` is `gemini://example.com/`.
 
 `normalize(normalize(x).url).url == normalize(x).url` for every input (a property test
 checks it over generated URLs).
@@ -35,7 +43,7 @@ import ada_url
 
 from .vocabulary import Rejection
 
-DEFAULT_PORTS = {"http": 80, "https": 443}
+DEFAULT_PORTS = {"http": 80, "https": 443, "gemini": 1965}
 _ESCAPE_OR_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})?")
 _UNRESERVED = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
 # ada has already lowercased and punycoded the host; what remains must be a DNS name.
@@ -46,7 +54,7 @@ SESSION_QUERY_PARAMS = frozenset({"jsessionid", "phpsessid", "sid", "sessionid",
 # What WHATWG strips from both ends of an input (C0 controls and space).
 _STRIP = "".join(chr(c) for c in range(0x21))
 # A scheme that is not http(s) makes a link absolute whatever its base (mailto:, tel:, …).
-_OTHER_SCHEME = re.compile(r"(?!https?:)[a-zA-Z][a-zA-Z0-9+.-]*:", re.I)
+_OTHER_SCHEME = re.compile(r"(?!https?:|gemini:)[a-zA-Z][a-zA-Z0-9+.-]*:", re.I)
 
 
 class InvalidUrl(ValueError):
@@ -95,7 +103,7 @@ def url_key(url: str) -> int:
 
 def normalize(url: str, base: str | None = None) -> NormalUrl:
     """Resolve `url` against `base` (WHATWG) and return its canonical form, or raise InvalidUrl."""
-    if base is not None and not url.startswith(("http://", "https://")) and not _OTHER_SCHEME.match(url):
+    if base is not None and not url.startswith(("http://", "https://", "gemini://")) and not _OTHER_SCHEME.match(url):
         outcome = _normalize_cached(url, base)
     else:
         # An absolute URL means the same whatever its base: one cache entry for the menu
@@ -131,13 +139,20 @@ def _normalize(url: str, base: str | None) -> NormalUrl:
     if scheme not in DEFAULT_PORTS or not sep:
         raise InvalidUrl(Rejection.SCHEME)
     # A special URL's serialization: authority, then a path that starts with "/", then
-    # ?query and #fragment. "#" and "?" inside path and query are always escaped.
+    # ?query and #fragment. "#" and "?" inside path and query are always escaped (in a
+    # gemini URL too: the parser escapes them the same way in any hierarchical URL).
     rest = rest.partition("#")[0]
-    slash = rest.find("/")
+    slash = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=-1)
     authority, rest = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
+    if rest.startswith("?"):  # gemini://host?query: a non-special URL keeps the path empty
+        rest = "/" + rest
     if "@" in authority:
         raise InvalidUrl(Rejection.CREDENTIALS)
+    if scheme == "gemini":
+        authority = _special_authority(authority)
     host, port = _split_authority(authority)
+    if port and int(port) == DEFAULT_PORTS[scheme]:
+        port = ""
     path, has_query, query = rest.partition("?")
     clean_path = _SESSION_PATH_PARAM.sub("", path) if ";" in path else path
     if has_query and query:
@@ -151,6 +166,21 @@ def _normalize(url: str, base: str | None) -> NormalUrl:
         # parser resolve it, so that the result is a fixed point.
         return _normalize(canonical, None)
     return NormalUrl(canonical, scheme, host, int(port) if port else None, url_key(canonical))
+
+
+def _special_authority(authority: str) -> str:
+    """A non-special URL's host as written, through the host parser of a special URL (the
+    port kept apart: the https parser would drop 443)."""
+    if authority.startswith("["):
+        end = authority.find("]") + 1
+        host, port = authority[:end], authority[end + 1:]
+    else:
+        host, _, port = authority.partition(":")
+    try:
+        parsed = ada_url.URL(f"https://{host}/")
+    except ValueError:
+        raise InvalidUrl(Rejection.HOST) from None
+    return parsed.hostname + (f":{port}" if port else "")
 
 
 def _split_authority(authority: str) -> tuple[str, str]:

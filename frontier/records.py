@@ -33,6 +33,31 @@ def save_robots(host_id: int, status: int | None, body: str, crawl_delay: float 
     )
 
 
+def record_certificate(host_id: int, fingerprint: str, not_after: datetime | None, seen_at: datetime) -> str:
+    """Trust on first use (fetch/gemini.py): remember the certificate a host showed. Returns
+    "first", "same", "renewed" (a new one after the old one expired) or "changed_early"
+    (before it expired: recorded in tls_changed_early_at, the crawl goes on)."""
+    with transaction.atomic():
+        row = (Host.objects.select_for_update().filter(id=host_id)
+               .values_list("tls_fingerprint", "tls_not_after").first())
+        if row is None:
+            return ""
+        known, known_not_after = row
+        if known == fingerprint:
+            if known_not_after != not_after:
+                Host.objects.filter(id=host_id).update(tls_not_after=not_after)
+            return "same"
+        update = {"tls_fingerprint": fingerprint, "tls_not_after": not_after}
+        verdict = "first"
+        if known:
+            update["tls_previous_fingerprint"] = known
+            verdict = "changed_early" if known_not_after is None or known_not_after > seen_at else "renewed"
+            if verdict == "changed_early":
+                update["tls_changed_early_at"] = seen_at
+        Host.objects.filter(id=host_id).update(**update)
+        return verdict
+
+
 class QueuedUrl(NamedTuple):
     id: int
     url: str

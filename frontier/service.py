@@ -66,6 +66,7 @@ from .records import (
     MAX_SITEMAPS,
     QueuedUrl,
     queued_urls,
+    record_certificate,
     record_fetch,
     record_fetches,
     requeue_dead_letters,
@@ -119,7 +120,7 @@ __all__ = [
     "release_host", "release_hosts", "release_leases_of", "renew_leases",
     # records
     "MAX_SITEMAPS", "QueuedUrl", "UrlKind", "queued_urls", "record_fetch", "record_fetches", "requeue_dead_letters",
-    "save_robots", "settle_unstorable",
+    "save_robots", "settle_unstorable", "record_certificate",
     # progress and figures
     "crawl_summary", "deferred_work", "has_pending_work", "has_work_due_within", "next_due_in",
     # recrawl

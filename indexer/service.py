@@ -25,6 +25,8 @@ from frontier.vocabulary import Observation, PageDetail
 from . import bulk, linksources, neardup, paging, snippets, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint, words_moved
+from .gemtext import decode as decode_text
+from .gemtext import parse_gemtext
 from .export import document_count, document_rows  # noqa: F401  (the indexer's public interface)
 from .linksources import LinkSource
 from .models import Document
@@ -32,6 +34,7 @@ from .parse import ParsedPage, header_directives, parse_html
 from .query import parse as parse_query
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
+GEMTEXT_TYPE = "text/gemini"
 
 
 @dataclass
@@ -111,11 +114,15 @@ def prepare_page(url_id: int, url: str, status: int, content_type: str, charset:
     robots_header: the response's X-Robots-Tag, honoured like the meta tag (for every
     crawler, or for `robots_token`)."""
     parsed = None
+    limits = {"max_links": settings.CRAWLER_MAX_LINKS_PER_PAGE, "max_chars": settings.CRAWLER_MAX_INDEX_CHARS}
     if content_type in HTML_TYPES and not looks_binary(body):
-        parsed = parse_html(
-            body, url, charset,
-            max_links=settings.CRAWLER_MAX_LINKS_PER_PAGE, max_chars=settings.CRAWLER_MAX_INDEX_CHARS,
-        )
+        parsed = parse_html(body, url, charset, **limits)
+    elif content_type == GEMTEXT_TYPE and not looks_binary(body):
+        parsed = parse_gemtext(body, url, charset, **limits)
+    elif url.startswith("gemini://") and content_type.startswith("text/") and not looks_binary(body):
+        # Geminispace's other text (text/plain, text/markdown …): indexed as it is.
+        parsed = ParsedPage(text=decode_text(body, charset)[:limits["max_chars"]], base=url)
+    if parsed is not None:
         noindex, nofollow = header_directives(robots_header, robots_token) if robots_header else (False, False)
         parsed.noindex |= noindex
         if nofollow:

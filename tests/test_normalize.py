@@ -206,8 +206,8 @@ _hosts = st.sampled_from(["h.test", "H.TEST.", "0x7f.1", "127.1", "[::1]", "xn--
 
 
 @settings(max_examples=600, deadline=None)
-@given(scheme=st.sampled_from(["http", "https", "HTTP"]), host=_hosts,
-       port=st.sampled_from(["", ":80", ":443", ":8080", ":0"]),
+@given(scheme=st.sampled_from(["http", "https", "HTTP", "gemini", "GEMINI"]), host=_hosts,
+       port=st.sampled_from(["", ":80", ":443", ":8080", ":0", ":1965"]),
        tail=st.lists(st.one_of(_url_chars, _escape_soup), max_size=30).map("".join))
 def test_it_is_idempotent(scheme, host, port, tail):
     try:
@@ -220,11 +220,57 @@ def test_it_is_idempotent(scheme, host, port, tail):
 @settings(max_examples=300, deadline=None)
 @given(href=st.lists(_url_chars, max_size=20).map("".join))
 def test_it_is_idempotent_for_links_resolved_against_a_base(href):
-    try:
-        once = canon(href, "http://h.test/a//b/c.html?x")
-    except InvalidUrl:
-        return
-    assert canon(once) == once
+    for base in ("http://h.test/a//b/c.html?x", "gemini://h.test/a//b/c.gmi?x"):
+        try:
+            once = canon(href, base)
+        except InvalidUrl:
+            continue
+        assert canon(once) == once
+
+
+# --- gemini:// (a non-special scheme to WHATWG; given a special URL's form, docs/urls.md) ---
+
+@pytest.mark.parametrize("raw, expected", [
+    ("gemini://Example.COM/a", "gemini://example.com/a"),  # WHATWG alone keeps the host as written
+    ("gemini://example.com:1965/a", "gemini://example.com/a"),  # Gemini's default port
+    ("gemini://example.com", "gemini://example.com/"),  # an empty path is "/"
+    ("gemini://example.com?q", "gemini://example.com/?q"),
+    ("gemini://example.com:443/", "gemini://example.com:443/"),  # only 1965 is Gemini's
+    ("gemini://example.com:80/", "gemini://example.com:80/"),
+    ("gemini://BÜCHER.example/ä", "gemini://xn--bcher-kva.example/%C3%A4"),
+    ("gemini://ex%41mple.com/", "gemini://example.com/"),  # escapes in a host decoded, as a browser's host parser does
+    ("gemini://0x7f.1/", "gemini://127.0.0.1/"),
+    ("gemini://[::1]:1965/x", "gemini://[::1]/x"),
+    ("gemini://h.test/a/./b/../c#top", "gemini://h.test/a/c"),
+    ("gemini://h.test/%7euser", "gemini://h.test/~user"),
+    ("GEMINI://h.test/", "gemini://h.test/"),
+])
+def test_it_gives_gemini_urls_the_form_of_a_web_url(raw, expected):
+    assert canon(raw) == expected
+
+
+@pytest.mark.parametrize("href, expected", [
+    ("../c.gmi", "gemini://cap.test/c.gmi"),
+    ("//other.test/x", "gemini://other.test/x"),
+    ("/", "gemini://cap.test/"),
+    ("?q=1", "gemini://cap.test/a/b.gmi?q=1"),
+    ("https://web.test/", "https://web.test/"),
+])
+def test_it_resolves_gemtext_links_against_a_capsule_page(href, expected):
+    assert canon(href, "gemini://cap.test/a/b.gmi") == expected
+
+
+@pytest.mark.parametrize("raw, reason", [
+    ("gemini://user@h.test/", "credentials"),
+    ("gemini:///x", "host"),
+    ("gemini:h.test/x", "scheme"),  # no authority: not a URL a capsule can be asked for
+    ("gemini://a..b/", "host"),
+    ("gopher://h.test/", "scheme"),
+])
+def test_it_refuses_gemini_urls_no_capsule_can_answer(raw, reason):
+    with pytest.raises(InvalidUrl) as exc:
+        normalize(raw)
+    assert exc.value.args[0] == reason
 
 
 # --- admission filters ------------------------------------------------------------------

@@ -232,3 +232,55 @@ def test_the_crawler_obeys_only_the_group_meant_for_it(settings):
     # The sitemap it names was read as one (it is HTML here: no links, not indexed).
     sitemap = Url.objects.get(url=origin + "/sitemap.xml")
     assert (sitemap.kind, sitemap.outcome, hits["/sitemap.xml"]) == ("sitemap", "not_a_link_source", 1)
+
+
+# --- Gemini's virtual user-agents (the robots.txt companion specification) ------------------
+
+CAPSULE = """User-agent: archiver
+Disallow: /logs/
+
+User-agent: indexer
+Disallow: /drafts/
+Crawl-delay: 4
+
+User-agent: researcher
+Disallow: /
+
+User-agent: *
+Disallow: /cgi-bin/
+Crawl-delay: 1
+"""
+
+
+def gemini_allows(text: str, path: str, token: str = TOKEN, also=("indexer", "archiver")) -> bool:
+    return robotstxt.parse(text, token, also).allows("gemini://cap.test" + path)
+
+
+@pytest.mark.parametrize("path, allowed", [
+    ("/", True), ("/logs/today.gmi", False), ("/drafts/x.gmi", False), ("/cgi-bin/search", False),
+    ("/research/", True),  # we are no researcher by default
+])
+def test_a_capsule_rules_for_every_virtual_agent_we_are_and_for_star(path, allowed):
+    assert gemini_allows(CAPSULE, path) is allowed
+
+
+def test_a_research_crawl_obeys_the_researcher_group_too():
+    assert not gemini_allows(CAPSULE, "/anything", also=("indexer", "archiver", "researcher"))
+
+
+def test_our_own_group_and_the_virtual_ones_both_apply():
+    text = "User-agent: crawlerweb\nDisallow: /mine/\n\nUser-agent: indexer\nDisallow: /idx/\n\nUser-agent: *\nDisallow: /all/\n"
+    assert not gemini_allows(text, "/mine/a") and not gemini_allows(text, "/idx/a")
+    assert not gemini_allows(text, "/all/a")  # Gemini: * applies besides our name
+    assert allows(text, "/all/a")  # the web (RFC 9309): our group replaces *
+
+
+def test_the_longest_crawl_delay_among_the_groups_counts():
+    assert robotstxt.parse(CAPSULE, TOKEN, ("indexer", "archiver")).crawl_delay == 4
+    assert robotstxt.parse(CAPSULE, TOKEN).crawl_delay == 1
+
+
+def test_a_gemini_hosts_robots_txt_is_read_with_the_configured_agents(settings):
+    settings.CRAWLER_GEMINI_ROBOTS_AGENTS = ["indexer", "archiver", "researcher"]
+    assert not robots.read(CAPSULE, "gemini://cap.test").allows("gemini://cap.test/x")
+    assert robots.read(CAPSULE, "http://cap.test").allows("http://cap.test/x")  # the web: * only
