@@ -19,6 +19,9 @@ links K+1..K+3, 2K and 2K+1 (every page is reachable, in few hops), two random p
 relative, "./", "../"). "/" lists pages 1..30; the home capsule's also lists every other
 content capsule, the slow capsule and /special/.
 
+The special pages (every status, redirects, a PNG, latin-1) and the hostile paths are
+specials.py's; the drawings and code blocks art.py's.
+
 Marker words (bench/sampleweb/text.py's scheme: vocabulary words never contain "q"):
 unique word "qu…qz" (one per text page, in its first paragraph, findable), code word
 "qc…qk" (in a code block, which a parser keeps: findable), art marker "qa…qx" (inside
@@ -28,66 +31,20 @@ from __future__ import annotations
 
 import random
 import re
-import struct
-import zlib
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
 from ..sampleweb.text import Prose, unique_word
 from . import art
+from .pages import GEMTEXT, GEMTEXT_LANG, NOT_FOUND, Link, Page
+from .specials import HOSTILE, PNG, SPECIALS, special_body, special_page
 
 DEFAULT_PORT = 1965
 # The robots.txt user-agents crawlerweb obeys by default: its product token and the
 # virtual agents of what it does (it indexes, and it archives every answer in WARC files).
 DEFAULT_AGENTS = ("crawlerweb", "indexer", "archiver")
-GEMTEXT = "text/gemini"
-GEMTEXT_LANG = "text/gemini; charset=utf-8; lang=en"
 FOLDERS = {7: "private", 8: "drafts", 9: "notes"}
 HOME_LISTED = 30
-
-# name -> (path on the home capsule, status, meta, what it is). Meta "{...}" is filled in
-# by GeminiSpace.special_page.
-SPECIALS = {
-    "index": ("/special/", 20, GEMTEXT, "the list of special pages"),
-    "input": ("/special/input", 10, "Enter a search term", "asks for input (1x: not followed)"),
-    "sensitive-input": ("/special/password", 11, "Password", "asks for sensitive input"),
-    "temporary-failure": ("/special/temporary-failure", 40, "Temporary failure", "40"),
-    "server-unavailable": ("/special/server-unavailable", 41, "Server unavailable", "41"),
-    "cgi-error": ("/special/cgi-error", 42, "CGI error", "42"),
-    "proxy-error": ("/special/proxy-error", 43, "Proxy error", "43"),
-    "slow-down": ("/special/slow-down.gmi", 44, "{slow_down_seconds}",
-                  "44 SLOW DOWN at first, then a page"),
-    "not-found": ("/special/not-found", 51, "Not found", "51 (every unknown path too)"),
-    "gone": ("/special/gone", 52, "Gone", "52"),
-    "bad-request": ("/special/malformed", 59, "Bad request", "59 (also the answer to a line over 1024 bytes)"),
-    "client-certificate": ("/special/client-certificate", 60, "Client certificate required", "60"),
-    "certificate-not-authorised": ("/special/certificate-not-authorised", 61, "Certificate not authorised", "61"),
-    "certificate-not-valid": ("/special/certificate-not-valid", 62, "Certificate not valid", "62"),
-    "redirect-temporary": ("/special/redirect-temporary", 30, "redirect-permanent",
-                           "30 to a relative URL, then 31"),
-    "redirect-permanent": ("/special/redirect-permanent", 31, "gemini://{netloc}/special/redirected.gmi",
-                           "31 to an absolute URL"),
-    "redirected": ("/special/redirected.gmi", 20, GEMTEXT, "a page only a redirect leads to"),
-    "redirect-loop": ("/special/loop-a", 30, "/special/loop-b", "30 to loop-b, which 31s back here"),
-    "redirect-loop-b": ("/special/loop-b", 31, "/special/loop-a", "the loop's other half"),
-    "plain-text": ("/special/plain.txt", 20, "text/plain; charset=utf-8", "a text/plain page"),
-    "image": ("/special/image.png", 20, "image/png", "a PNG image (stored, not indexed)"),
-    "latin1": ("/special/latin1.gmi", 20, "text/gemini; charset=iso-8859-1", "gemtext in latin-1"),
-}
-# name -> (path on the hostile capsule, what it does). "handshake-hang" is the tarpit's.
-HOSTILE = {
-    "endless-body": ("/endless", "20 text/gemini, then a body that never ends (until the client leaves)"),
-    "long-header": ("/long-header", "a header line of over 2,000 bytes"),
-    "endless-header": ("/endless-header", "a header that never ends: bytes, never a CRLF"),
-    "no-crlf": ("/no-crlf", "'20 text/gemini' without CRLF, then silence"),
-    "bad-status-one-digit": ("/bad-status-one-digit", "'2 text/gemini' as the header"),
-    "bad-status-letters": ("/bad-status-letters", "'xx text/gemini' as the header"),
-    "empty-answer": ("/empty", "the connection closed without a byte"),
-    "drip": ("/drip", "20 text/gemini, then a line every 0.5 s"),
-    "handshake-hang": ("/", "the tarpit: TCP accepted, the TLS ClientHello never answered"),
-}
-_LATIN1_TEXT = "Café crème, über naïve façade à la carte, été à München."
-
 
 def capsule_address(index: int) -> str:
     """Capsule `index`'s address: 127.0.2.1 .. 127.0.2.250, 127.0.3.1, ... (the sample web
@@ -143,45 +100,8 @@ class SpaceConfig:
                     [] if self.link_specials else ["--no-special-links"])
 
 
-@dataclass(frozen=True)
-class Link:
-    href: str                            # as written on the page
-    label: str
-    target: tuple[int, str] | None = None  # (capsule, path) inside the space
-
-
-@dataclass(frozen=True)
-class Page:
-    """One answer, as the model describes it (gemtext bodies are rendered on demand)."""
-    status: int
-    meta: str
-    kind: str = "gemtext"  # gemtext | plain | image | robots | redirect | status | hostile
-    capsule: int = 0
-    path: str = "/"
-    title: str = ""
-    unique: str | None = None
-    code_word: str | None = None
-    art_markers: tuple[str, ...] = ()
-    links: tuple[Link, ...] = ()
-    target: tuple[int, str] | None = None  # a redirect's, inside the space
-    text: str = ""                         # literal body of robots/plain/special pages
-
-
 def _marker(capsule: int, local: int, head: str, tail: str) -> str:
     return head + unique_word(capsule, local)[2:-2] + tail
-
-
-def _png() -> bytes:
-    """An 8x8 grey gradient, a valid PNG."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    rows = b"".join(b"\x00" + bytes(range(y * 8, y * 8 + 64, 8)) for y in range(8))
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", 8, 8, 8, 0, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
-
-
-PNG = _png()
-NOT_FOUND = Page(51, "Not found", kind="status")
 
 
 class GeminiSpace:
@@ -336,7 +256,7 @@ class GeminiSpace:
         if k is not None and k < self.page_count(capsule):
             return self._content(capsule, k)
         if capsule == 0:
-            return self._special(path)
+            return special_page(self, path)
         return NOT_FOUND
 
     @staticmethod
@@ -410,34 +330,6 @@ class GeminiSpace:
             links.append(Link("mailto:editor@capsule.invalid", "Write to me"))
         return links
 
-    def _special(self, path: str) -> Page:
-        names = {spec[0]: name for name, spec in SPECIALS.items()}
-        name = names.get(path)
-        if name is None:
-            return NOT_FOUND
-        _, status, meta, what = SPECIALS[name]
-        meta = meta.format(slow_down_seconds=self.config.slow_down_seconds, netloc=self.netlocs[0])
-        local = self.config.pages + list(SPECIALS).index(name)
-        word = unique_word(0, local)
-        if 30 <= status <= 31:
-            target = urlsplit(meta).path if meta.startswith("gemini:") else (
-                meta if meta.startswith("/") else f"/special/{meta}")
-            return Page(status, meta, kind="redirect", path=path, target=(0, target))
-        if name == "slow-down":
-            return Page(20, GEMTEXT, path=path, title="Slowed down", unique=word)
-        if status != 20:
-            return Page(status, meta, kind="status", path=path)
-        if name == "index":
-            links = tuple(Link(spec[0][len("/special/"):], spec[3], (0, spec[0]))
-                          for n, spec in SPECIALS.items() if n not in ("index", "redirected", "redirect-loop-b"))
-            return Page(20, meta, path=path, title="Special pages", unique=word, links=links)
-        if name == "plain-text":
-            return Page(20, meta, kind="plain", path=path, unique=word,
-                        text=f"Plain text, not gemtext.\n=> not-a-link.gmi\n{word} {_LATIN1_TEXT}\n")
-        if name == "image":
-            return Page(20, meta, kind="image", path=path)
-        return Page(20, meta, path=path, title=name.capitalize(), unique=word)
-
     # ------------------------------------------------------------ bodies
     def body(self, page: Page) -> bytes:
         """The exact body the server sends after the header."""
@@ -448,15 +340,8 @@ class GeminiSpace:
         if page.kind != "gemtext":
             return b""
         if page.capsule == 0 and page.path.startswith("/special/"):
-            return self._special_body(page)
+            return special_body(page)
         return self._render(page).encode("utf-8")
-
-    def _special_body(self, page: Page) -> bytes:
-        lines = [f"# {page.title}", "", f"{page.unique} A page of the home capsule's special corner."]
-        if page.path.endswith("latin1.gmi"):
-            lines.append(_LATIN1_TEXT)
-        lines += [""] + [f"=> {link.href} {link.label}" for link in page.links] + ["=> / Home"]
-        return ("\n".join(lines) + "\n").encode("iso-8859-1" if "iso-8859-1" in page.meta else "utf-8")
 
     def _render(self, page: Page) -> str:
         rng = random.Random(f"geminispace-body:{self.config.seed}:{page.capsule}:{page.path}")
