@@ -64,6 +64,8 @@ import codecs
 import re
 from collections import Counter
 
+from crawlerweb import stagetime
+
 from .parse import MAX_HEADINGS_CHARS, ParsedPage
 
 MAX_TITLE_CHARS = 500
@@ -147,6 +149,7 @@ class _Text:
         return text, [(a, b) for a, b in self.spans if a < len(text)]
 
 
+@stagetime.timed("parse")  # the stage parse_html counts in: the bench's stage table
 def parse_gemtext(body: bytes, url: str, charset: str | None = None, *,
                   max_links: int = 1000, max_chars: int = 200_000) -> ParsedPage:
     """Parse a text/gemini body (the module docstring has the rules)."""
