@@ -176,6 +176,9 @@ def _connect(host: str, port: int, result: FetchResult, deadline: float) -> sock
         raise _Failure(FetchError.BLOCKED_ADDRESS, f"{host} resolves to {infos[0][4][0]}, a refused address")
     family, _, _, _, sockaddr = allowed[0]
     sock = socket.socket(family, socket.SOCK_STREAM)
+    # The request is one small write that waits for its answer: without this, Nagle's
+    # algorithm and delayed ACKs cost ~40 ms a request (measured on loopback).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.settimeout(_left(deadline, settings.CRAWLER_CONNECT_TIMEOUT))
         sock.connect((sockaddr[0], port, *sockaddr[2:]))

@@ -27,10 +27,12 @@ Reading rules:
 - Sitemap lines are collected wherever they are (they belong to no group).
 
 Gemini (the robots.txt companion specification, gemini://geminiprotocol.net/docs/companion/robots.gmi):
-a bot obeys the groups for `*` and for its own name as above, and *also* those for each
-*virtual user-agent* that describes what it does (`indexer`, `archiver`, `researcher`,
-`webproxy`): `also` names them (CRAWLER_GEMINI_ROBOTS_AGENTS). A URL is allowed only if
-every one of those rule sets allows it; the longest Crawl-delay among them counts.
+a bot obeys the groups for `*` and for its own name, and *also* those for each *virtual
+user-agent* that describes what it does (`indexer`, `archiver`, `researcher`,
+`webproxy`): `also` names them (CRAWLER_GEMINI_ROBOTS_AGENTS). Their rules are merged into
+one set, as RFC 9309 merges the groups that name one crawler, so the most specific rule
+wins wherever it came from: `User-agent: crawlerweb / Allow: /open/` still opens `/open/`
+under a `User-agent: * / Disallow: /`. The longest Crawl-delay among them counts.
 """
 
 import re
@@ -72,10 +74,9 @@ class RobotsFile:
     crawl_delay: float | None
     sitemaps: tuple[str, ...]
     matcher: Protego
-    also: tuple[Protego, ...] = ()  # Gemini's virtual user-agents' rule sets, each to obey too
 
     def allows(self, url: str) -> bool:
-        return self.matcher.can_fetch(url, "*") and all(other.can_fetch(url, "*") for other in self.also)
+        return self.matcher.can_fetch(url, "*")
 
 
 def parse(text: str, token: str, also: tuple[str, ...] = ()) -> RobotsFile:
@@ -83,19 +84,16 @@ def parse(text: str, token: str, also: tuple[str, ...] = ()) -> RobotsFile:
     the virtual user-agents `also`)."""
     groups, sitemaps = _read(text.removeprefix("\ufeff"))
     token = token.lower()
-    mine = [g for g in groups if token and token in g.agents] or [g for g in groups if "*" in g.agents]
+    if also:
+        names = {token, "*", *(agent.lower() for agent in also)}
+        mine = [g for g in groups if names.intersection(g.agents)]
+        delays = [g.crawl_delay for g in mine if g.crawl_delay is not None]
+        delay = max(delays) if delays else None
+    else:
+        mine = [g for g in groups if token and token in g.agents] or [g for g in groups if "*" in g.agents]
+        delay = next((g.crawl_delay for g in mine if g.crawl_delay is not None), None)
     rules = tuple(rule for g in mine for rule in g.rules)
-    delay = next((g.crawl_delay for g in mine if g.crawl_delay is not None), None)
-    others = []
-    for agent in dict.fromkeys([*(a.lower() for a in also), "*"] if also else []):
-        theirs = [g for g in groups if agent in g.agents]
-        if not theirs or theirs == mine:
-            continue
-        others.append(_matcher(tuple(rule for g in theirs for rule in g.rules)))
-        delays = [g.crawl_delay for g in theirs if g.crawl_delay is not None]
-        if delays:
-            delay = max(delays[0], delay or 0.0)
-    return RobotsFile(rules, delay, tuple(sitemaps), _matcher(rules), tuple(others))
+    return RobotsFile(rules, delay, tuple(sitemaps), _matcher(rules))
 
 
 def _matcher(rules: tuple[tuple[str, str], ...]) -> Protego:

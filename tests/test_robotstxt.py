@@ -275,6 +275,12 @@ def test_our_own_group_and_the_virtual_ones_both_apply():
     assert allows(text, "/all/a")  # the web (RFC 9309): our group replaces *
 
 
+def test_the_most_specific_rule_wins_whichever_group_it_is_in():
+    text = "User-agent: crawlerweb\nDisallow: /private/\nAllow: /private/7.gmi\n\nUser-agent: *\nDisallow: /\n"
+    assert gemini_allows(text, "/private/7.gmi")
+    assert not gemini_allows(text, "/private/6.gmi") and not gemini_allows(text, "/gemlog/1.gmi")
+
+
 def test_the_longest_crawl_delay_among_the_groups_counts():
     assert robotstxt.parse(CAPSULE, TOKEN, ("indexer", "archiver")).crawl_delay == 4
     assert robotstxt.parse(CAPSULE, TOKEN).crawl_delay == 1
