@@ -10,7 +10,7 @@ DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest
+.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest bench-gemini
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -75,6 +75,10 @@ bench-services:
 # Recrawl policies at one budget on a web whose pages change at known rates (about 10 minutes).
 bench-freshness: setup
 	$(PY) -m bench.freshness
+
+# Geminispace beside the http sample web of the same size: pages/s, CPU per page, sockets (~3 minutes).
+bench-gemini: setup
+	$(PY) -m bench.gemini_bench
 
 # Which pages first (issue 29): harvest of important pages, sitemaps, a mirror, a trap (~3 minutes).
 bench-harvest: setup
