@@ -140,7 +140,8 @@ def rebuild(warc_path: Path) -> int:
     target = sidecar_path(warc_path)
     partial = target.with_name(target.name + ".partial")
     with open(partial, "w", encoding="ascii") as out:
-        CDXJIndexer(output=out, inputs=[str(warc_path)]).process_all()
+        # The record types named: importing `wacz` adds "warcinfo" to cdxj-indexer's defaults.
+        CDXJIndexer(output=out, inputs=[str(warc_path)], records=",".join(sorted(INDEXED_TYPES))).process_all()
     os.replace(partial, target)
     with open(target, encoding="ascii") as f:
         return sum(1 for _ in f)
