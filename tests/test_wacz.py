@@ -95,6 +95,10 @@ def opened(target: Path, unpack_dir: Path) -> dict:
             assert resource["hash"] == "sha256:" + hashlib.sha256(data).hexdigest(), resource["path"]
             assert resource["bytes"] == len(data)
         assert digest["hash"] == "sha256:" + hashlib.sha256(package.read("datapackage.json")).hexdigest()
+        # the WARC files stored (replay reads them at random), the page list deflated (its text is most of it)
+        assert {info.compress_type for info in package.infolist() if info.filename.startswith("archive/")} == {
+            zipfile.ZIP_STORED}
+        assert package.getinfo("pages/pages.jsonl").compress_type == zipfile.ZIP_DEFLATED
         lines = package.read("pages/pages.jsonl").decode("utf-8").splitlines()
         index = gzip.decompress(package.read("indexes/index.cdx.gz")).decode("utf-8").splitlines()
         warcs = [name for name in names if name.startswith("archive/")]
