@@ -65,7 +65,8 @@ def archive_dir(crawled, settings):
 
 
 def crawl(*seeds):
-    call_command("crawl", *seeds, "--scope", "host", "--no-progress", "--json", "--threads", "4", stdout=StringIO())
+    call_command("crawl", *seeds, "--scope", "host", "--no-progress", "--json", "--threads", "4", "--max-seconds", "60",
+                 stdout=StringIO())
 
 
 def export(tmp_path, *args) -> tuple[Path, dict]:
@@ -181,8 +182,8 @@ def test_it_packages_one_host_with_every_page_fetched_there_and_nothing_else(cra
     assert parts["datapackage"]["title"] == f"crawlerweb crawl of http://{home}"
     # the new file: its own warcinfo first, then each record followed by its request
     with open(parts["warcs"][0], "rb") as f:
-        records = [(r.rec_type, r.rec_headers.get_header("WARC-Record-ID"), r.rec_headers.get_header("WARC-Concurrent-To"),
-                    r.content_stream().read()) for r in ArchiveIterator(f)]
+        records = [(r.rec_type, r.rec_headers.get_header("WARC-Record-ID"),
+                    r.rec_headers.get_header("WARC-Concurrent-To"), r.content_stream().read()) for r in ArchiveIterator(f)]
     assert records[0][0] == "warcinfo" and f"host http://{home}".encode() in records[0][3]
     pairs = records[1:]
     assert [r[0] for r in pairs[1::2]] == ["request"] * (len(pairs) // 2)
@@ -238,6 +239,10 @@ def test_an_empty_or_impossible_selection_is_an_error_and_writes_nothing(crawled
             call_command("export", "wacz", "-o", str(target), *args, "--no-progress", stdout=StringIO(),
                          stderr=StringIO())
         assert list(tmp_path.iterdir()) == []
+    err = StringIO()
+    with pytest.raises(CommandError, match="nothing in the archive matches"):
+        call_command("export", "wacz", "-o", str(target), "--since", "2100-01-01", stdout=StringIO(), stderr=err)
+    assert "selecting records: captured from 2100-01-01T00:00:00Z" in err.getvalue()  # progress on stderr
     with pytest.raises(CommandError, match="-o FILE.wacz"):
         call_command("export", "wacz", "--no-progress", stdout=StringIO())
     with pytest.raises(CommandError, match="WACZ package"):
