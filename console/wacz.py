@@ -65,7 +65,7 @@ class ZipInfo(zipfile.ZipInfo):
         super().__init__(filename, date_time)
         if filename.endswith(".jsonl"):
             self.compress_type = zipfile.ZIP_DEFLATED
-            self._compresslevel = 1  # (3.13: compress_level) a third of level 6's time, nearly its size
+            self._compresslevel = 1  # (3.13: compress_level) quicker than the default 6; 20% larger here
 
 creator.zipfile = types.SimpleNamespace(**{**vars(zipfile), "ZipInfo": ZipInfo})
 sys.exit(creator.main(sys.argv[1:]))
