@@ -34,8 +34,8 @@ from django.db.models import F
 from publicsuffixlist import PublicSuffixList
 
 from . import bulk
-from .models import CrawlLimits, CrawlScope, ScopeKind
-from .normalize import NormalUrl
+from .models import CrawlLimits, CrawlScope, ScopeKind, Seed
+from .normalize import InvalidUrl, NormalUrl, normalize
 
 MAX_PATTERNS = 50
 MAX_PATTERN_CHARS = 500
@@ -273,3 +273,41 @@ def widened_for_redirect(key: str, target: NormalUrl, version: int) -> str:
 def count_out_of_scope(counts: dict[int, int]) -> None:
     for scope_id, n in sorted(counts.items()):  # one order: concurrent workers never deadlock
         CrawlScope.objects.filter(id=scope_id).update(out_of_scope=F("out_of_scope") + n)
+
+
+def named(reference: str) -> list[CrawlScope]:
+    """The scopes a user names on a command line: a scope's id (the admin's crawl scopes
+    list shows them), or a seed URL, meaning the scope(s) it was seeded with. Raises
+    InvalidScope with a message a user can act on."""
+    reference = reference.strip()
+    if reference.isdigit():
+        row = CrawlScope.objects.filter(id=int(reference)).first()
+        if row is None:
+            raise InvalidScope(f"no crawl scope has id {reference}")
+        return [row]
+    try:
+        url = normalize(reference if "://" in reference else "http://" + reference).url
+    except InvalidUrl:
+        url = None
+    seeds = Seed.objects.filter(url=url)
+    if url is None or not seeds.exists():
+        raise InvalidScope(f"{reference!r} is neither a crawl scope's id nor a seed URL")
+    rows = list(CrawlScope.objects.filter(seeds__in=seeds).distinct().order_by("id"))
+    if not rows:
+        raise InvalidScope(f"the seed {url} has no scope (it was added before scopes existed: the open web)")
+    return rows
+
+
+def url_test(rows: list[CrawlScope]):
+    """A test of URLs (in the frontier's form, as archived) against these scopes: true when
+    any of them allows the URL, as admission judges a link found under them."""
+    scopes = [Scope(row.id, row.kind, row.anchor, row.include, row.exclude) for row in rows]
+
+    def allowed_url(url: str) -> bool:
+        try:
+            normal = normalize(url)
+        except InvalidUrl:
+            return False
+        return any(scope.allows(normal) for scope in scopes)
+
+    return allowed_url

@@ -101,6 +101,8 @@ from .steering import (
 )
 
 scope_key_taken = _scope.key_taken
+scopes_named = _scope.named
+scope_url_test = _scope.url_test
 save_scope_patterns = _scope.save_patterns
 
 __all__ = [
@@ -109,6 +111,7 @@ __all__ = [
     "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield", "origin_of",
     "pattern_stopped", "STORE_FAILED", "store_failure_pause",
     "InvalidScope", "ScopeSpec", "parse_spec", "scope_key_taken", "save_scope_patterns",
+    "scopes_named", "scope_url_test",
     # steering
     "UNSET", "InvalidDomain", "LimitsChange", "canonical_domain", "origin_excluded", "resume_excluded_urls",
     "stop_queued_urls", "sweep_expired_leases", "update_limits", "current_limits", "set_trusted_domains",

@@ -29,6 +29,7 @@ from .gemtext import decode as decode_text
 from .gemtext import parse_gemtext
 from .export import document_count, document_rows  # noqa: F401  (the indexer's public interface)
 from .linksources import LinkSource
+from .pages import indexed_page_count, indexed_pages  # noqa: F401  (for a WACZ package's pages)
 from .models import Document
 from .parse import ParsedPage, header_directives, parse_html
 from .query import parse as parse_query

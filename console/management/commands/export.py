@@ -5,6 +5,7 @@ from datetime import datetime
 from django.core.management.base import CommandError
 from tqdm import tqdm
 
+from console.wacz import export_wacz, wacz_arguments
 from crawlerweb.schema_check import MigratedCommand
 from frontier import service as frontier
 from indexer import service as indexer
@@ -14,13 +15,16 @@ class Command(MigratedCommand):
     help = ("Export what the crawl holds as JSON lines, one object per line, streamed in id order "
             "(bounded memory whatever the size): `documents` (URL, title, headings, text, status, "
             "fetch time, content and text hashes, SimHash, duplicate, archive location) or `urls` "
-            "(every URL with its frontier state). --host keeps one site.")
+            "(every URL with its frontier state). --host keeps one site. `wacz -o FILE` packages the "
+            "archive as a WACZ file for replay tools: the whole crawl, or what --host, "
+            "--since/--until and --scope select.")
 
     def add_arguments(self, parser):
-        parser.add_argument("what", choices=("documents", "urls"))
+        parser.add_argument("what", choices=("documents", "urls", "wacz"))
         parser.add_argument("--output", "-o", default="-", help="a file to write ('-', the default: standard output)")
         parser.add_argument("--host", help="only this host's rows (an origin or any URL on it)")
         parser.add_argument("--no-progress", action="store_true", help="no progress bar on standard error")
+        wacz_arguments(parser)
 
     def handle(self, *args, **options):
         origin = None
@@ -30,6 +34,10 @@ class Command(MigratedCommand):
             if url is None:
                 raise CommandError(f"not a host: {host!r}")
             origin = frontier.origin_of(url)
+        if options["what"] == "wacz":
+            return export_wacz(self, origin, options)
+        if options["since"] or options["until"] or options["scope"]:
+            raise CommandError("--since, --until and --scope select what goes into a WACZ package (export wacz)")
         if options["what"] == "documents":
             total, rows = indexer.document_count(origin), indexer.document_rows(origin)
         else:
