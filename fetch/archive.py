@@ -252,7 +252,10 @@ def _http_records(result: http.FetchResult, revisit: dict | None, warc_headers: 
         if name.lower() in _FRAMING_HEADERS:
             name = "X-Archive-Orig-" + name
         headers.append((name, value))
-    headers.append(("Content-Length", str(len(body))))
+    # An identical-payload revisit stands for the same payload as its original: its headers
+    # say that payload's length, so a tool that joins them to the original's body agrees.
+    same_payload = revisit is not None and revisit.get("WARC-Profile") == IDENTICAL_PAYLOAD
+    headers.append(("Content-Length", str(len(result.body) if same_payload else len(body))))
     protocol = "HTTP/1.0" if result.http_version == 10 else "HTTP/1.1"
     status_line = f"{result.status} {result.reason}".rstrip()
     response = _BUILDER.create_warc_record(
