@@ -125,8 +125,10 @@ def main(argv=None) -> int:
             env = base_env | ({"CRAWLER_DEFAULT_DELAY": "0"} if mode == "nodelay" else {})
             delay = 0.0 if mode == "nodelay" else float(env.get("CRAWLER_DEFAULT_DELAY", "1.0"))
             space_log = workdir / f"gemini-{mode}.log"
+            # As alike as the two webs allow: the same slow host, the same Crawl-delay.
             config = SpaceConfig(capsules=args.hosts, pages=args.pages, latency=args.latency,
-                                 page_kb=tuple(args.page_kb), link_specials=False, crawl_delay=0.1)
+                                 page_kb=tuple(args.page_kb), link_specials=False, crawl_delay=0.1,
+                                 slow_delay=0.02)
             with run_space(config, space_log) as space:
                 figures = crawl(space.seeds, env, workdir, space.port, space.server_pid, args.timeout)
             report = gemini_audit(space_log, delay, space=space, agents=AGENTS, star="always")

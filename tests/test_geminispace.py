@@ -374,11 +374,15 @@ def test_it_finds_the_violations_of_an_impolite_client_in_its_log(tmp_path):
             thread.start()
         for thread in threads:
             thread.join(TIMEOUT)
-        fetch(running.url("/gemlog/1.gmi", 1))
+        fetch(running.url("/gemlog/1.gmi", 0))  # capsule 0 asks for no Crawl-delay: the default delay holds
         time.sleep(0.3)
-        fetch(running.url("/gemlog/2.gmi", 1))
+        fetch(running.url("/gemlog/2.gmi", 0))
         report = running.audit(delay=0.2)
         assert len(report["overlaps"]) == 1 and report["gap_violations"] == []
+        assert running.violations(delay=0.5) == 2
+        fetch(running.url("/gemlog/1.gmi", 1))  # capsule 1's Crawl-delay (0.2 s) replaces the default delay
+        time.sleep(0.3)
+        fetch(running.url("/gemlog/2.gmi", 1))
         assert running.violations(delay=0.5) == 2
     assert count_violations(log, 0.2) == 1
 

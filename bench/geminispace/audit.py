@@ -9,8 +9,8 @@ answer to connecting again leaves a gap of at least `delay` in this log.
 Violations, per capsule (its netloc), in start order, on monotonic times:
 - overlap: a connection accepted before an earlier one to the capsule has ended;
 - gap: a connection accepted less than the required delay after the previous one ended
-  (the required delay: `delay`, or the capsule's robots.txt Crawl-delay when larger, if
-  the space is given);
+  (the required delay: the capsule's robots.txt Crawl-delay when it has one and the space
+  is given, else `delay`, the crawler's default delay: as the sample web's audit);
 - slow down: a connection accepted before the seconds of a 44 SLOW DOWN have passed since
   that answer ended;
 - robots: a page fetched that robots.txt disallows (if the space is given).
@@ -88,9 +88,11 @@ def audit(entries: list[Entry], delay: float = 0.0, *, space=None, agents=DEFAUL
         items.sort(key=lambda e: (e.start_mono, e.end_mono))
         required = delay
         if space is not None:
+            # A capsule's Crawl-delay is the gap it asks for, in place of the crawler's
+            # default delay (as the sample web's audit holds a host's Crawl-delay).
             index = space.capsule_of("gemini://" + capsule + "/")
             crawl_delay = space.crawl_delay(index, agents, star) if index is not None else None
-            required = max(required, crawl_delay or 0.0)
+            required = crawl_delay if crawl_delay is not None else delay
         last_end = None
         blocked_until = None
         for entry in items:
