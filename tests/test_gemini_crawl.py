@@ -137,3 +137,23 @@ def test_an_endless_body_and_a_hanging_handshake_end_within_their_limits(space, 
     settings.CRAWLER_MAX_BODY_BYTES = 50_000
     capped = http.fetch(space.hostile["endless-body"])
     assert capped.error == "too_large" and len(capped.body) == 50_000
+
+
+def test_a_crawl_seeded_with_hostile_capsules_records_an_outcome_for_each_and_ends(space, settings):
+    settings.CRAWLER_READ_TIMEOUT = 1.0
+    settings.CRAWLER_CONNECT_TIMEOUT = 1.0
+    settings.CRAWLER_TOTAL_DEADLINE = 2.0
+    settings.CRAWLER_MAX_BODY_BYTES = 200_000
+    hostile = dict(space.hostile)
+    frontier.add_seeds(list(hostile.values()))
+    run_embedded(threads=4, max_seconds=20)  # a timeout or a broken connection is tried again later, as on the web
+    rows = {url: (state, outcome, attempts) for url, state, outcome, attempts in
+            Url.objects.filter(url__in=hostile.values()).values_list("url", "state", "outcome", "attempts")}
+    assert set(rows) == set(hostile.values())
+    for name, url in hostile.items():
+        state, outcome, attempts = rows[url]
+        assert attempts >= 1 and outcome, (name, rows[url])  # tried, and what came of it recorded
+    # Broken answers wait for a later try (as on the web); a body past the cap settles the URL.
+    assert rows[hostile["endless-body"]][:2] == ("failed", "too_large")
+    assert rows[hostile["no-crlf"]][1] == "timeout" and rows[hostile["handshake-hang"]][1] == "timeout"
+    assert rows[hostile["long-header"]][1] == "protocol" and rows[hostile["empty-answer"]][1] == "protocol"
