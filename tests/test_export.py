@@ -124,6 +124,21 @@ def test_it_says_why_a_path_cannot_be_written(tmp_path, name):
         call_command("export", "documents", "-o", str(tmp_path / name), "--no-progress")
 
 
+@pytest.mark.parametrize("name", ["documents.parquet", "documents.jsonl"])
+def test_an_export_that_fails_half_way_leaves_no_file(tmp_path, monkeypatch, name):
+    make_site("http://a.test", 2)
+    rows = indexer.document_rows
+
+    def breaks_after_one(origin=None):
+        yield from list(rows(origin))[:1]
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(indexer, "document_rows", breaks_after_one)
+    with pytest.raises(RuntimeError, match="went away"):
+        call_command("export", "documents", "-o", str(tmp_path / name), "--no-progress", stderr=StringIO())
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_row_group_ends_at_its_row_or_text_bound(tmp_path):
     rows = [{"id": n, "url": f"http://a.test/{n}", "host": "http://a.test"} for n in range(7)]
     with open(tmp_path / "urls.parquet", "wb") as f:

@@ -1,3 +1,4 @@
+import os
 import sys
 
 from django.core.management.base import CommandError
@@ -17,7 +18,8 @@ class Command(MigratedCommand):
             "lines (one object per line) or Parquet (a file, written a row group at a time): `documents` "
             "(URL, title, headings, text, status, fetch time, content and text hashes, SimHash, duplicate, "
             "archive location; --outlinks adds each page's links, read again from its archived response) or "
-            "`urls` (every URL with its frontier state). --host keeps one site.")
+            "`urls` (every URL with its frontier state). --host keeps one site. An export that fails or is "
+            "interrupted leaves no file.")
 
     def add_arguments(self, parser):
         parser.add_argument("what", choices=("documents", "urls"))
@@ -53,12 +55,19 @@ class Command(MigratedCommand):
         written = 0
         try:
             out = open_rows(fmt, stream, what, outlinks=bool(outlinks), to_terminal=not to_file)
-            with tqdm(total=total, unit=" rows", disable=options["no_progress"] or None, file=sys.stderr) as bar:
-                for row in rows:
-                    out.write(row)
-                    written += 1
-                    bar.update()
-            out.close()
+            try:
+                with tqdm(total=total, unit=" rows", disable=options["no_progress"] or None, file=sys.stderr) as bar:
+                    for row in rows:
+                        out.write(row)
+                        written += 1
+                        bar.update()
+            finally:
+                out.close()  # Parquet's footer; after a failure too, or pyarrow's finaliser writes it to a closed file
+        except BaseException:
+            if to_file:  # a failed or interrupted export leaves no file that looks whole
+                stream.close()
+                os.unlink(output)
+            raise
         finally:
             if to_file:
                 stream.close()
