@@ -10,7 +10,7 @@ DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest bench-gemini
+.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest bench-gemini bench-export
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -101,6 +101,16 @@ bench-metrics: setup services
 	-psql -q -h 127.0.0.1 -U postgres -c "CREATE DATABASE crawlerweb_bench" 2>/dev/null
 	DATABASE_URL=$(BENCH_DB) $(PY) manage.py migrate -v0
 	DATABASE_URL=$(BENCH_DB) CELERY_BROKER_URL=redis://127.0.0.1:6379/12 $(PY) -m bench.metrics_scale
+
+# What `manage.py export` costs at 1M documents: JSON lines and Parquet, rows/s and peak memory,
+# and --outlinks on 10,000 archived pages (docs/benchmarks.md "Export"; about 15 minutes the
+# first time, mostly filling its database, which later runs keep). EXPORT_ARGS=--runs 3 …
+EXPORT_DB := postgres://postgres@127.0.0.1:5432/crawlerweb_exportbench
+EXPORT_ARGS ?=
+bench-export: setup services
+	-psql -q -h 127.0.0.1 -U postgres -c "CREATE DATABASE crawlerweb_exportbench" 2>/dev/null
+	DATABASE_URL=$(EXPORT_DB) $(PY) manage.py migrate -v0
+	DATABASE_URL=$(EXPORT_DB) $(PY) -m bench.export_cost $(EXPORT_ARGS)
 
 test: setup setup-browser services test-postgres test-sqlite
 

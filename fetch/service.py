@@ -20,7 +20,8 @@ from frontier.outcomes import RETRY_AFTER_STATUSES, FetchReport
 from frontier.vocabulary import FetchError, Observation, PageDetail
 from indexer import service as indexer
 
-from . import archive, http, robots
+from . import archive, http, pagelinks, robots
+from .pagelinks import archived_outlinks  # noqa: F401  (fetch's public interface: the export's outlinks)
 
 log = logging.getLogger(__name__)
 UrlKind = frontier.UrlKind
@@ -128,9 +129,8 @@ def analyse(result: http.FetchResult, queued: frontier.QueuedUrl) -> Analysis:
                                     body_hash=body_hash, robots_header=result.headers.get("x-robots-tag", ""),
                                     robots_token=robots.product_token())
         observation = indexer.compare_text(queued.text_hash, queued.simhash, page.fingerprint)
-        if page.parsed is not None and page.parsed.canonical and not page.parsed.noindex:
-            canonical = frontier.canonical_url(page.parsed.canonical)
-            page.canonical = canonical if canonical and canonical != queued.url else ""
+        if page.parsed is not None:
+            page.canonical = pagelinks.canonical_elsewhere(page.parsed, queued.url)
         if observation not in (Observation.UNCHANGED, Observation.NOISE):
             indexer.prepare_index(page)
     except Exception:  # a page no analysis should fail on: settled, never fetched again and again

@@ -111,26 +111,37 @@ def looks_binary(body: bytes) -> bool:
 def prepare_page(url_id: int, url: str, status: int, content_type: str, charset: str | None,
                  body: bytes, archived: tuple[str, int, int] | None = None,
                  body_hash: str | None = None, robots_header: str = "", robots_token: str = "") -> PreparedPage:
-    """Hash (unless the caller did: body_hash) and parse one response; no database access.
-    robots_header: the response's X-Robots-Tag, honoured like the meta tag (for every
-    crawler, or for `robots_token`)."""
-    parsed = None
-    limits = {"max_links": settings.CRAWLER_MAX_LINKS_PER_PAGE, "max_chars": settings.CRAWLER_MAX_INDEX_CHARS}
-    if content_type in HTML_TYPES and not looks_binary(body):
-        parsed = parse_html(body, url, charset, **limits)
-    elif content_type == GEMTEXT_TYPE and not looks_binary(body):
-        parsed = parse_gemtext(body, url, charset, **limits)
-    elif url.startswith("gemini://") and content_type.startswith("text/") and not looks_binary(body):
-        # Geminispace's other text (text/plain, text/markdown …): indexed as it is.
-        parsed = ParsedPage(text=decode_text(body, charset)[:limits["max_chars"]], base=url)
-    if parsed is not None:
-        noindex, nofollow = header_directives(robots_header, robots_token) if robots_header else (False, False)
-        parsed.noindex |= noindex
-        if nofollow:
-            parsed.nofollow, parsed.links, parsed.feeds = True, [], []
+    """Hash (unless the caller did: body_hash) and parse one response (parse_page); no
+    database access."""
+    parsed = parse_page(url, content_type, charset, body, robots_header, robots_token)
     text = fingerprint(parsed.title, parsed.headings, parsed.text) if parsed is not None else None
     return PreparedPage(url_id, url, status, content_type, body_hash or content_hash(body), len(body), parsed,
                         archived, text)
+
+
+def parse_page(url: str, content_type: str, charset: str | None, body: bytes, robots_header: str = "",
+               robots_token: str = "") -> ParsedPage | None:
+    """A response's page as the crawler reads it (HTML, gemtext, or a capsule's other text), or
+    None when the body is none of those; no database access. robots_header: the response's X-Robots-Tag, honoured like the meta tag
+    (for every crawler, or for `robots_token`). The crawl and the export's outlinks
+    (fetch/pagelinks.py) both parse here, so they read the same links from the same bytes."""
+    if looks_binary(body):
+        return None
+    limits = {"max_links": settings.CRAWLER_MAX_LINKS_PER_PAGE, "max_chars": settings.CRAWLER_MAX_INDEX_CHARS}
+    if content_type in HTML_TYPES:
+        parsed = parse_html(body, url, charset, **limits)
+    elif content_type == GEMTEXT_TYPE:
+        parsed = parse_gemtext(body, url, charset, **limits)
+    elif url.startswith("gemini://") and content_type.startswith("text/"):
+        # Geminispace's other text (text/plain, text/markdown …): indexed as it is.
+        parsed = ParsedPage(text=decode_text(body, charset)[:limits["max_chars"]], base=url)
+    else:
+        return None
+    noindex, nofollow = header_directives(robots_header, robots_token) if robots_header else (False, False)
+    parsed.noindex |= noindex
+    if nofollow:
+        parsed.nofollow, parsed.links, parsed.feeds = True, [], []
+    return parsed
 
 
 def prepare_source(url_id: int, url: str, status: int, content_type: str, body: bytes, body_hash: str,
