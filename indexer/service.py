@@ -13,6 +13,8 @@ indexed, so a page served under several URLs is found once.
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import datetime
+from datetime import timezone as dt_timezone
 from typing import NamedTuple
 
 from django.conf import settings
@@ -55,6 +57,7 @@ class PreparedPage:
     stored_text: str | bytes | None = None  # its text as the database keeps it (indexer/textstore.py), if prepared
     source: LinkSource | None = None  # a sitemap or feed, read for its links only (not a document)
     canonical: str = ""  # the other URL its <link rel=canonical> names (frontier form); it is then not indexed
+    started_at: float | None = None  # when its response began, epoch seconds: its WARC-Date, the document's fetched_at
 
     @property
     def links(self) -> list[str]:
@@ -242,7 +245,7 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
         ids = bulk.upsert_documents([
             (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p),
              snippets.encode_spans(p.parsed.boilerplate), p.content_hash, p.content_type,
-             p.status, p.size, p.parsed.noindex, not (p.parsed.noindex or p.canonical), now,
+             p.status, p.size, p.parsed.noindex, not (p.parsed.noindex or p.canonical), _fetched_at(p, now),
              *_warc_fields(p.archived), None)
             for p in html])
         claims = {}
@@ -280,6 +283,14 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
         neardup.remember({document_id: simhashes[document_id] for document_id, _ in indexable
                           if document_id in simhashes})
     return details
+
+
+def _fetched_at(page: PreparedPage, now):
+    """When the page's response began, as its WARC record's WARC-Date says (so the replay's
+    capture timestamp is the document's fetch time), else when it is stored."""
+    if page.started_at is None:
+        return now
+    return connection.ops.adapt_datetimefield_value(datetime.fromtimestamp(page.started_at, dt_timezone.utc))
 
 
 def _stored_text(page: PreparedPage):
