@@ -10,6 +10,7 @@ ContentFingerprint is the original; later ones are stored as duplicates of it an
 indexed, so a page served under several URLs is found once.
 """
 
+import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from crawlerweb import stagetime
+from fetch import replay
 from frontier.vocabulary import Observation, PageDetail
 
 from . import bulk, linksources, neardup, paging, snippets, textstore
@@ -334,7 +336,19 @@ def search_page(query: str, page: int = 1, per_page: int = 10) -> tuple[SearchRe
         results = backend.search(parsed, limit=0)
     else:
         results = backend.search(parsed, limit=min(per_page, deepest - offset), offset=offset)
+    results.hits = _with_archived_copies(results.hits)
     return results, paging.Paging(page, per_page, results.total, deepest)
+
+
+def _with_archived_copies(hits: list) -> list:
+    """The hits, those whose response is archived with the replay address of that capture
+    (when CRAWLER_REPLAY_URL is set): one query for the page of hits."""
+    if not settings.CRAWLER_REPLAY_URL or not hits:
+        return hits
+    archived = set(Document.objects.filter(id__in=[hit.document_id for hit in hits]).exclude(warc_file="")
+                   .values_list("id", flat=True))
+    return [dataclasses.replace(hit, cached_url=replay.capture_url(hit.url, hit.fetched_at))
+            if hit.document_id in archived else hit for hit in hits]
 
 
 def reindex(batch: int = 200, progress=None) -> int:
