@@ -42,6 +42,7 @@ class Command(BaseCommand):
             started = time.perf_counter()
             refresher = replay.Refresher(collection, warc_dir)
             stats = refresher.refresh()
+            indexed = time.perf_counter() - started
             self._problems(refresher)
             log_path = root / "wayback.log"
             process = replay.start(root, options["port"], log_path)
@@ -54,7 +55,7 @@ class Command(BaseCommand):
             base = f"http://127.0.0.1:{options['port']}/{collection.name}/"
             self.stdout.write(
                 f"{stats.lines} captures of {len(files)} WARC files in {warc_dir}, indexed in "
-                f"{time.perf_counter() - started:.2f} s; the index follows the crawl every {options['refresh']:g} s.\n"
+                f"{indexed * 1000:.0f} ms; the index follows the crawl every {options['refresh']:g} s.\n"
                 f"Open {base} (search it by URL) or {base}<14-digit time>/<URL> for one capture.\n"
                 f"For cached links on the search page: CRAWLER_REPLAY_URL={base.rstrip('/')}\n"
                 f"pywb's log: {log_path}. Ctrl-C stops.", ending="\n")
