@@ -58,9 +58,11 @@ CONFIG = """\
 # Replay only: no `recorder` (nothing is recorded), no `live` collection (nothing is fetched
 # from the web), no proxy mode; collections come from the collections/ directory.
 #
-# Framed replay: the archived page runs in an iframe under pywb's bar (its URL and capture
-# time, the other captures); the page's own scripts cannot touch the bar, and the address
-# bar shows the archive's URL of the page as one navigates.
+# Framed replay (pywb's default): the archived page runs in an iframe under pywb's bar (its
+# URL, capture time and other captures), so the page's document holds the page and pywb's
+# scripts only, never the bar's text or styles (unframed, pywb inserts its banner into the
+# page, whose CSS and scripts then meet it); the address bar follows the page as one
+# navigates in it.
 framed_replay: true
 enable_memento: true
 """

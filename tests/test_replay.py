@@ -120,7 +120,10 @@ class Replay:
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "replay", "--dir", str(root), "--port", str(self.port),
              "--refresh", str(REFRESH), *args],
-            cwd=django_settings.BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            cwd=django_settings.BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            # Ctrl-C as a terminal's foreground process gets it, even when this test runs in
+            # the background of a shell (which starts it with SIGINT ignored, and so its children).
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         self.lines: list[str] = []
         threading.Thread(target=self._read, daemon=True).start()
         self.wait_for(lambda: any("Ctrl-C stops" in line for line in self.lines), STARTUP_TIMEOUT, "replay to start")

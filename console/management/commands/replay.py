@@ -35,22 +35,19 @@ class Command(BaseCommand):
         warc_dir = Path(settings.CRAWLER_WARC_DIR)
         root = Path(options["dir"]).resolve()
         collection = replay.Collection(root, options["collection"])
+        log_path = root / "wayback.log"
+        process = None
+        earlier = signal.signal(signal.SIGTERM, _interrupt)  # SIGTERM (systemd, kill) ends it as Ctrl-C does
         try:
             files = replay.check_archive(warc_dir)
             replay.wayback()
             collection.create()
             started = time.perf_counter()
             refresher = replay.Refresher(collection, warc_dir)
-            stats = refresher.refresh()
+            stats = refresher.refresh()  # the first one indexes every old file: it can take a while
             indexed = time.perf_counter() - started
             self._problems(refresher)
-            log_path = root / "wayback.log"
             process = replay.start(root, options["port"], log_path)
-        except replay.ReplayError as exc:
-            raise CommandError(str(exc)) from None
-        # SIGTERM (systemd, kill) ends it as Ctrl-C does.
-        signal.signal(signal.SIGTERM, _interrupt)
-        try:
             replay.wait_until_serving(process, options["port"], log_path)
             base = f"http://127.0.0.1:{options['port']}/{collection.name}/"
             self.stdout.write(
@@ -64,10 +61,13 @@ class Command(BaseCommand):
         except replay.ReplayError as exc:
             raise CommandError(str(exc)) from None
         except KeyboardInterrupt:
-            replay.stop(process)
-            self.stdout.write("pywb stopped.")
+            if process is not None:
+                replay.stop(process)
+            self.stdout.write("pywb stopped." if process is not None else "stopped before pywb started.")
         finally:
-            replay.stop(process)
+            if process is not None:
+                replay.stop(process)
+            signal.signal(signal.SIGTERM, earlier)
 
     def _serve(self, process: subprocess.Popen, refresher: replay.Refresher, period: float, lines: int,
                verbosity: int) -> None:
