@@ -37,7 +37,7 @@ from frontier.models import Url
 from indexer.backends import get_search_backend
 from indexer.models import Document
 
-from .crawl_helpers import free_port, sample_web, warc_records
+from .crawl_helpers import free_port, sample_web
 from .loopback import QuietHandler, start
 
 STARTUP_TIMEOUT = 60  # seconds for `replay` to index the archive and pywb to answer
