@@ -17,13 +17,14 @@ names their files.
 
 Revisits are resolved in the merged index. pywb replays a revisit record with the revisit's
 own HTTP headers and the original's payload: a 304 (profile server-not-modified) is played
-back as a 304 with no body, and an identical-payload revisit, whose headers say
-`Content-Length: 0` (fetch/archive.py writes the stored length, and a revisit stores no
-body), as an empty page. So a revisit's line is replaced by one with the revisit's
-timestamp that points at the response it stands for — the latest earlier response of the
-same URL with the same payload digest, or, for a 304 (no digest), the latest earlier 2xx
-response — and pywb serves that response whole. A revisit whose original is not in the
-archive any more is left out (pywb then shows the nearest capture it has).
+back as a 304 with no body (pywb takes any 3xx for a redirect and loads no payload), and an
+identical-payload revisit written before fetch/archive.py gave its headers the payload's
+length (4b92dc4) says `Content-Length: 0`, an empty page. So a revisit's line is replaced by
+one with the revisit's timestamp that points at the response it stands for — the latest
+earlier response of the same URL with the same payload digest, or, for a 304 (no digest),
+the latest earlier 2xx response — and pywb serves that response whole, with no second
+lookup for the original at each request. A revisit whose original is not in the archive
+any more is left out (pywb then shows the nearest capture it has).
 
 start() runs pywb's `wayback` bound to 127.0.0.1, in a session of its own (a Ctrl-C meant for
 `replay` reaches replay, which stops pywb: stop()) and, on Linux, ended by the kernel if
@@ -95,8 +96,8 @@ def capture_url(url: str, fetched_at: datetime | None) -> str | None:
     time, which is its response record's WARC-Date), or None when CRAWLER_REPLAY_URL is
     unset. The timestamp is the index line's: WARC-Date to the second."""
     base = settings.CRAWLER_REPLAY_URL
-    if not base or fetched_at is None:
-        return None
+    if not base or fetched_at is None or not url.startswith(("http://", "https://")):
+        return None  # pywb replays the web's captures, not Gemini's
     return f"{base.rstrip('/')}/{cdxj.timestamp_of(fetched_at)}/{url}"
 
 
@@ -203,7 +204,10 @@ class Refresher:
         self.problems = []
         link_archive(self.collection, self.warc_dir)
         for path in cdxj.missing(self.warc_dir):
-            self._rebuild(path)
+            # An empty file is one a writer has just opened and is about to open its sidecar
+            # for (fetch/archive.py): a sidecar made here now would take that one's place.
+            if _size(path) > 0:
+                self._rebuild(path)
         for path, (size, sidecar_stat) in list(self.rebuilt.items()):
             # A sidecar made here goes stale when its file grows and no writer keeps the
             # sidecar (a file still being written by a crawler that keeps none).

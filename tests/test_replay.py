@@ -432,3 +432,27 @@ def test_the_index_is_merged_again_only_when_a_sidecar_changed(tmp_path):
     cdxj.sidecar_path(warc_dir / "crawlerweb-1.warc.gz").unlink()
     assert refresher.refresh().lines == 2
     assert [p.name for p in collection.archive.iterdir()] == ["crawlerweb-2.warc.gz"]  # no dangling link
+
+
+def test_an_empty_warc_file_is_left_to_the_writer_that_just_opened_it(tmp_path):
+    # fetch/archive.py opens the WARC file, then its sidecar: a sidecar made in between
+    # would take the writer's place.
+    warc_dir = tmp_path / "warc"
+    warc_dir.mkdir()
+    (warc_dir / "crawlerweb-1.warc.gz").write_bytes(b"")
+    collection = replay.Collection(tmp_path / "replay", "crawl")
+    collection.create()
+    assert replay.Refresher(collection, warc_dir).refresh().lines == 0
+    assert cdxj.missing(warc_dir) == [warc_dir / "crawlerweb-1.warc.gz"]
+
+
+def test_a_capture_link_names_the_capture_time_to_the_second_and_only_for_the_web(settings):
+    from datetime import datetime, timezone as dt_timezone
+
+    moment = datetime(2026, 11, 26, 21, 33, 30, 999_999, tzinfo=dt_timezone.utc)
+    settings.CRAWLER_REPLAY_URL = ""
+    assert replay.capture_url("http://a.test/", moment) is None
+    settings.CRAWLER_REPLAY_URL = "http://127.0.0.1:8090/crawl"
+    assert replay.capture_url("http://a.test/?q=1", moment) == "http://127.0.0.1:8090/crawl/20261126213330/http://a.test/?q=1"
+    assert replay.capture_url("gemini://a.test/", moment) is None  # pywb speaks HTTP only
+    assert replay.capture_url("http://a.test/", None) is None
