@@ -1,6 +1,7 @@
 import codecs
 from datetime import timezone as dt_timezone
 
+from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
@@ -66,9 +67,11 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
         """The page as archived, replayed by pywb (`manage.py replay`) at its capture time."""
         if not document.warc_file:
             return "not archived"
+        if not settings.CRAWLER_REPLAY_URL:
+            return "not replayed (CRAWLER_REPLAY_URL is not set; see README: Replay the archive)"
         link = replay.capture_url(document.address, document.fetched_at)
         if link is None:
-            return "not replayed (CRAWLER_REPLAY_URL is not set; see README: Replay the archive)"
+            return "not replayed (pywb replays http and https pages)"
         return format_html('<a href="{}" rel="noopener noreferrer">replay at {}</a>', link,
                            document.fetched_at.astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
