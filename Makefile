@@ -1,16 +1,18 @@
 # crawlerweb — the two commands a newcomer needs:
 #   make demo   set up, crawl the bundled sample web (embedded: SQLite, no broker), search it
-#   make test   set up (incl. Chromium for the browser test), start PostgreSQL/Redis if needed,
-#               run the whole test suite
+#   make test   set up (incl. Chromium for the browser test and pywb for replay), start
+#               PostgreSQL/Redis if needed, run the whole test suite
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# pywb, for `manage.py replay`, in a virtualenv of its own (requirements-replay.txt says why)
+REPLAY_VENV := .venv-replay
 PG_URL ?= postgres://postgres@127.0.0.1:5432/crawlerweb
 DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup setup-browser demo demo-distributed stack test test-postgres test-sqlite services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest bench-gemini bench-export
+.PHONY: setup setup-browser replay-setup replay demo demo-distributed stack test test-postgres test-sqlite services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest bench-gemini bench-export
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +26,18 @@ node_modules/.installed: package.json package-lock.json
 	 else echo "npm not found: the dashboard will have no charts (install nodejs/npm)"; fi
 
 setup: $(VENV)/.installed node_modules/.installed
+
+$(REPLAY_VENV)/.installed: requirements-replay.txt
+	$(PYTHON) -m venv $(REPLAY_VENV)
+	$(REPLAY_VENV)/bin/python -m pip install -q --upgrade pip
+	$(REPLAY_VENV)/bin/python -m pip install -q -r requirements-replay.txt
+	touch $@
+
+replay-setup: $(REPLAY_VENV)/.installed
+
+# Replay the WARC archive in a browser (pywb on 127.0.0.1:8090; README: "Replay the archive").
+replay: setup replay-setup
+	$(PY) manage.py replay
 
 # Debian's chromium, for the dashboard's browser test.
 setup-browser:
@@ -112,7 +126,7 @@ bench-export: setup services
 	DATABASE_URL=$(EXPORT_DB) $(PY) manage.py migrate -v0
 	DATABASE_URL=$(EXPORT_DB) $(PY) -m bench.export_cost $(EXPORT_ARGS)
 
-test: setup setup-browser services test-postgres test-sqlite
+test: setup setup-browser replay-setup services test-postgres test-sqlite
 
 test-postgres:
 	DATABASE_URL=$(PG_URL) $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)

@@ -604,6 +604,10 @@ CRAWLER_WARC_ENABLED = envbool("CRAWLER_WARC_ENABLED", True)
 CRAWLER_WARC_GZIP_LEVEL = envint("CRAWLER_WARC_GZIP_LEVEL", 1, minimum=1, maximum=9)
 # Bytes after which a WARC file is closed and the next one started (1 GB is the usual size).
 CRAWLER_WARC_MAX_FILE_BYTES = envint("CRAWLER_WARC_MAX_FILE_BYTES", 1_000_000_000, minimum=65536)
+# Where the archive is replayed: the URL of `manage.py replay`'s collection, such as
+# http://127.0.0.1:8090/crawl. Set, the search page, the search API and the admin link each
+# document to its archived copy there (fetch/replay.py::capture_url); empty: no such links.
+CRAWLER_REPLAY_URL = envstr("CRAWLER_REPLAY_URL", "").rstrip("/")
 
 
 # --- the crawl log (fetch/crawllog.py, docs: README "The crawl log") ------------------------

@@ -128,6 +128,7 @@ def analyse(result: http.FetchResult, queued: frontier.QueuedUrl) -> Analysis:
         page = indexer.prepare_page(queued.id, queued.url, status, result.content_type, result.charset, result.body,
                                     body_hash=body_hash, robots_header=result.headers.get("x-robots-tag", ""),
                                     robots_token=robots.product_token())
+        page.started_at = result.started_at
         observation = indexer.compare_text(queued.text_hash, queued.simhash, page.fingerprint)
         if page.parsed is not None:
             page.canonical = pagelinks.canonical_elsewhere(page.parsed, queued.url)

@@ -1,5 +1,7 @@
 import codecs
+from datetime import timezone as dt_timezone
 
+from django.conf import settings
 from django.contrib import admin
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
@@ -9,7 +11,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from crawlerweb.adminkit import BigTableAdmin, ReadOnlyAdmin
-from fetch import archive, http
+from fetch import archive, http, replay
 
 from .models import Document
 
@@ -29,11 +31,12 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
     list_filter = ("indexed", "noindex")  # booleans: fixed choices, no DISTINCT scan
     search_fields = ("address", "title")
     raw_id_fields = ("url", "duplicate_of")
-    readonly_fields = ("url_link", "raw_link", "content_hash", "size", "status", "fetched_at",
+    readonly_fields = ("url_link", "raw_link", "replay_link", "content_hash", "size", "status", "fetched_at",
                        "warc_file", "warc_offset", "warc_length", "text")
     fieldsets = (
         (None, {"fields": ("url_link", "address", "title", "headings", "text")}),
-        ("Response", {"fields": ("status", "content_type", "size", "fetched_at", "content_hash", "raw_link")}),
+        ("Response", {"fields": ("status", "content_type", "size", "fetched_at", "content_hash", "raw_link",
+                                 "replay_link")}),
         ("Index", {"fields": ("indexed", "noindex", "duplicate_of")}),
         ("Archive", {"fields": ("warc_file", "warc_offset", "warc_length")}),
     )
@@ -58,6 +61,19 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
         if not document.warc_file:
             return "not archived"
         return format_html('<a href="{}">raw response</a>', reverse("admin:indexer_document_raw", args=[document.pk]))
+
+    @admin.display(description="archived copy")
+    def replay_link(self, document):
+        """The page as archived, replayed by pywb (`manage.py replay`) at its capture time."""
+        if not document.warc_file:
+            return "not archived"
+        if not settings.CRAWLER_REPLAY_URL:
+            return "not replayed (CRAWLER_REPLAY_URL is not set; see README: Replay the archive)"
+        link = replay.capture_url(document.address, document.fetched_at)
+        if link is None:
+            return "not replayed (pywb replays http and https pages)"
+        return format_html('<a href="{}" rel="noopener noreferrer">replay at {}</a>', link,
+                           document.fetched_at.astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))
 
     def get_urls(self):
         raw = path("<int:document_id>/raw/", self.admin_site.admin_view(self.raw_response_view),

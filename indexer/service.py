@@ -10,9 +10,12 @@ ContentFingerprint is the original; later ones are stored as duplicates of it an
 indexed, so a page served under several URLs is found once.
 """
 
+import dataclasses
 import hashlib
 import re
 from dataclasses import dataclass
+from datetime import datetime
+from datetime import timezone as dt_timezone
 from typing import NamedTuple
 
 from django.conf import settings
@@ -20,6 +23,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from crawlerweb import stagetime
+from fetch import replay
 from frontier.vocabulary import Observation, PageDetail
 
 from . import bulk, linksources, neardup, paging, snippets, textstore
@@ -55,6 +59,7 @@ class PreparedPage:
     stored_text: str | bytes | None = None  # its text as the database keeps it (indexer/textstore.py), if prepared
     source: LinkSource | None = None  # a sitemap or feed, read for its links only (not a document)
     canonical: str = ""  # the other URL its <link rel=canonical> names (frontier form); it is then not indexed
+    started_at: float | None = None  # when its response began, epoch seconds: its WARC-Date, the document's fetched_at
 
     @property
     def links(self) -> list[str]:
@@ -253,7 +258,7 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
         ids = bulk.upsert_documents([
             (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p),
              snippets.encode_spans(p.parsed.boilerplate), p.content_hash, p.content_type,
-             p.status, p.size, p.parsed.noindex, not (p.parsed.noindex or p.canonical), now,
+             p.status, p.size, p.parsed.noindex, not (p.parsed.noindex or p.canonical), _fetched_at(p, now),
              *_warc_fields(p.archived), None)
             for p in html])
         claims = {}
@@ -291,6 +296,14 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
         neardup.remember({document_id: simhashes[document_id] for document_id, _ in indexable
                           if document_id in simhashes})
     return details
+
+
+def _fetched_at(page: PreparedPage, now):
+    """When the page's response began, as its WARC record's WARC-Date says (so the replay's
+    capture timestamp is the document's fetch time), else when it is stored."""
+    if page.started_at is None:
+        return now
+    return connection.ops.adapt_datetimefield_value(datetime.fromtimestamp(page.started_at, dt_timezone.utc))
 
 
 def _stored_text(page: PreparedPage):
@@ -334,7 +347,19 @@ def search_page(query: str, page: int = 1, per_page: int = 10) -> tuple[SearchRe
         results = backend.search(parsed, limit=0)
     else:
         results = backend.search(parsed, limit=min(per_page, deepest - offset), offset=offset)
+    results.hits = _with_archived_copies(results.hits)
     return results, paging.Paging(page, per_page, results.total, deepest)
+
+
+def _with_archived_copies(hits: list) -> list:
+    """The hits, those whose response is archived with the replay address of that capture
+    (when CRAWLER_REPLAY_URL is set): one query for the page of hits."""
+    if not settings.CRAWLER_REPLAY_URL or not hits:
+        return hits
+    archived = set(Document.objects.filter(id__in=[hit.document_id for hit in hits]).exclude(warc_file="")
+                   .values_list("id", flat=True))
+    return [dataclasses.replace(hit, cached_url=replay.capture_url(hit.url, hit.fetched_at))
+            if hit.document_id in archived else hit for hit in hits]
 
 
 def reindex(batch: int = 200, progress=None) -> int:

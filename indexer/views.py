@@ -40,5 +40,5 @@ def search_json(request):
         "total_is_lower_bound": results.total_is_lower_bound, "any_word": results.any_word,
         "truncated": results.query.truncated, "sites": results.query.sites, "order": results.order,
         "next_page": page + 1 if pages.has_next else None,
-        "results": [h.as_dict() for h in results],
+        "results": [{**h.as_dict(), "cached_url": h.cached_url} for h in results],
     })

@@ -141,3 +141,26 @@ def test_every_documented_answer_key_comes_back_and_nothing_else(call):
     described = set(TICKED.findall(spec["components"]["responses"]["SteeringDone"]["description"]))
     steering = set().union(*answers["POST /crawl/pause"], *answers["POST /hosts/"], *answers["POST /urls/recrawl"])
     assert steering == described
+
+
+@pytest.mark.django_db
+def test_the_search_answer_has_exactly_the_keys_readme_and_openapi_document(client, settings):
+    from indexer.backends import get_search_backend
+    from indexer.models import Document
+
+    settings.CRAWLER_REPLAY_URL = "http://127.0.0.1:8090/crawl"  # cached_url filled, not null
+    url = make_url()
+    document = Document.objects.create(url=url, address=url.url, title="Harbour", body="lighthouse keepers",
+                                       content_hash="0" * 64, warc_file="crawlerweb-x.warc.gz")
+    get_search_backend().add([document])
+    answer = client.get("/search.json?q=lighthouse").json()
+    (hit,) = answer["results"]
+    spec = yaml.safe_load((README_PATH.parent / "docs" / "openapi.yaml").read_text())
+    schema = spec["components"]["schemas"]["SearchResults"]
+    assert set(answer) == set(schema["required"]) == set(schema["properties"])
+    item = schema["properties"]["results"]["items"]
+    assert set(hit) == set(item["required"]) == set(item["properties"])
+    assert hit["cached_url"].startswith("http://127.0.0.1:8090/crawl/")
+    # README names every key of a result.
+    line = next(line for line in README.splitlines() if "each page's `url`" in line)
+    assert set(hit) <= set(TICKED.findall(line))

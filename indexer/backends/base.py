@@ -37,6 +37,7 @@ class SearchHit:
     snippet: str  # with MARK_START/MARK_END around matches
     score: float  # higher is better
     fetched_at: datetime | None = None
+    cached_url: str | None = None  # its archived copy in the replay (CRAWLER_REPLAY_URL), filled by the service
 
     @property
     def snippet_text(self) -> str:
