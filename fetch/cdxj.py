@@ -142,6 +142,13 @@ def rebuild(warc_path: Path) -> int:
     with open(partial, "w", encoding="ascii") as out:
         # The record types named: importing `wacz` adds "warcinfo" to cdxj-indexer's defaults.
         CDXJIndexer(output=out, inputs=[str(warc_path)], records=",".join(sorted(INDEXED_TYPES))).process_all()
-    os.replace(partial, target)
+    try:
+        # A link, not a rename: a writer that opened the file meanwhile made the sidecar
+        # it appends to, and that one stands.
+        os.link(partial, target)
+    except FileExistsError:
+        pass
+    finally:
+        os.unlink(partial)
     with open(target, encoding="ascii") as f:
         return sum(1 for _ in f)

@@ -58,6 +58,7 @@ MAX_META_BYTES = 1024
 MAX_REQUEST_BYTES = 1024  # the URL, without the CRLF
 READ_CHUNK = 64 * 1024
 DEFAULT_TYPE = "text/gemini; charset=utf-8"
+CLOSE_WAIT_SECONDS = 1.0  # how long a header-only answer's close is waited for
 _HEADER = re.compile(rb"^([1-6][0-9])(?:[ \t](.*))?$", re.S)
 
 # What each Gemini status means to the frontier, as an HTTP status; a code not listed means
@@ -240,12 +241,29 @@ def _read_answer(tls, header: bytes, rest: bytes, result: FetchResult, max_bytes
         result.response_headers = [("Content-Type", content_type)]
         result.body_read = True
         result.body = _read_body(tls, rest, max_bytes, deadline, result)
-    elif 30 <= code < 40 and meta:
+        return
+    if 30 <= code < 40 and meta:
         result.headers = {"location": meta}
         result.response_headers = [("Location", meta)]
     elif code == 44 and meta:
         result.headers = {"retry-after": meta}
         result.response_headers = [("Retry-After", meta)]
+    _until_closed(tls, deadline)
+
+
+def _until_closed(tls, deadline: float) -> None:
+    """After a header-only answer, wait for the server to close (a few bytes and a second at
+    most): the response ends there, and the host's delay is measured from its end."""
+    deadline = min(deadline, time.monotonic() + CLOSE_WAIT_SECONDS)
+    received = 0
+    try:
+        while received <= READ_CHUNK:
+            chunk = _recv(tls, deadline, READ_CHUNK)
+            if not chunk:
+                return
+            received += len(chunk)
+    except (OSError, ssl.SSLError):
+        return  # the answer is whole already; how the connection ends changes nothing
 
 
 def _read_body(tls, received: bytes, max_bytes: int, deadline: float, result: FetchResult) -> bytes:

@@ -139,21 +139,22 @@ def test_an_endless_body_and_a_hanging_handshake_end_within_their_limits(space, 
     assert capped.error == "too_large" and len(capped.body) == 50_000
 
 
-def test_a_crawl_seeded_with_hostile_capsules_records_an_outcome_for_each_and_ends(space, settings):
-    settings.CRAWLER_READ_TIMEOUT = 1.0
-    settings.CRAWLER_CONNECT_TIMEOUT = 1.0
+def test_a_crawl_seeded_with_hostile_capsules_records_an_outcome_for_each_and_goes_on(space, settings):
+    # The answers that fail at once; the ones that fail by waiting (no CRLF, a drip, a hanging
+    # handshake) are timed above: in a crawl they are tried again later, as on the web.
     settings.CRAWLER_TOTAL_DEADLINE = 2.0
     settings.CRAWLER_MAX_BODY_BYTES = 200_000
-    hostile = dict(space.hostile)
+    names = ("long-header", "endless-header", "bad-status-one-digit", "bad-status-letters", "empty-answer",
+             "endless-body")
+    hostile = {name: space.hostile[name] for name in names}
     frontier.add_seeds(list(hostile.values()))
-    run_embedded(threads=4, max_seconds=20)  # a timeout or a broken connection is tried again later, as on the web
+    run_embedded(threads=4, max_seconds=30)
     rows = {url: (state, outcome, attempts) for url, state, outcome, attempts in
             Url.objects.filter(url__in=hostile.values()).values_list("url", "state", "outcome", "attempts")}
-    assert set(rows) == set(hostile.values())
-    for name, url in hostile.items():
-        state, outcome, attempts = rows[url]
-        assert attempts >= 1 and outcome, (name, rows[url])  # tried, and what came of it recorded
-    # Broken answers wait for a later try (as on the web); a body past the cap settles the URL.
-    assert rows[hostile["endless-body"]][:2] == ("failed", "too_large")
-    assert rows[hostile["no-crlf"]][1] == "timeout" and rows[hostile["handshake-hang"]][1] == "timeout"
-    assert rows[hostile["long-header"]][1] == "protocol" and rows[hostile["empty-answer"]][1] == "protocol"
+    assert {name: rows[url][1] for name, url in hostile.items()} == {
+        "long-header": "protocol", "endless-header": "protocol", "bad-status-one-digit": "protocol",
+        "bad-status-letters": "protocol", "empty-answer": "protocol", "endless-body": "too_large"}
+    # A broken answer is retried a few times, then climbs the back-off ladder (as on the
+    # web); a body past the cap settles the URL.
+    assert {rows[hostile[name]][0] for name in names[:-1]} <= {"queued", "backoff"}
+    assert rows[hostile["endless-body"]][0] == "failed"
