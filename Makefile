@@ -126,7 +126,10 @@ bench-export: setup services
 	DATABASE_URL=$(EXPORT_DB) $(PY) manage.py migrate -v0
 	DATABASE_URL=$(EXPORT_DB) $(PY) -m bench.export_cost $(EXPORT_ARGS)
 
-test: setup setup-browser replay-setup services test-postgres test-sqlite
+# The two databases' runs side by side (a core each; -O keeps each run's output together):
+# the suite's wall time is the longer run's, not their sum.
+test: setup setup-browser replay-setup services
+	$(MAKE) -j2 -O test-postgres test-sqlite
 
 test-postgres:
 	DATABASE_URL=$(PG_URL) $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)

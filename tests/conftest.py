@@ -78,9 +78,12 @@ def pytest_collection_modifyitems(config, items):
     if connection.vendor == "postgresql":
         return
     skip = pytest.mark.skip(reason="needs PostgreSQL (DATABASE_URL is not postgres://)")
+    once = pytest.mark.skip(reason="no database difference to test: run once, on the PostgreSQL run")
     for item in items:
         if "postgres" in item.keywords:
             item.add_marker(skip)
+        elif "backend_free" in item.keywords:
+            item.add_marker(once)
 
 
 

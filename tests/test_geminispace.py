@@ -25,6 +25,8 @@ from bench.geminispace import (HOSTILE, SPECIALS, Entry, GeminiSpace, SpaceConfi
                                geminispace, read_log, run_server)
 from indexer.gemtext import parse_gemtext
 
+pytestmark = pytest.mark.backend_free  # a server and a parser: no database in them
+
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 5.0
 MARKERS = re.compile(r"q[a-z]*?q[a-z]")

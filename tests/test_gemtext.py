@@ -9,6 +9,8 @@ import pytest
 
 from indexer.gemtext import decode, looks_like_art, parse_gemtext
 
+pytestmark = pytest.mark.backend_free  # a server and a parser: no database in them
+
 URL = "gemini://capsule.example/log/index.gmi"
 
 

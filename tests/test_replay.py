@@ -40,6 +40,10 @@ from indexer.models import Document
 from .crawl_helpers import free_port, sample_web
 from .loopback import QuietHandler, start
 
+# Replay reads WARC files and their index, which no database writes: run once, on the
+# PostgreSQL run (the suite's time; the links' timestamps come from the same code on both).
+pytestmark = pytest.mark.backend_free
+
 STARTUP_TIMEOUT = 60  # seconds for `replay` to index the archive and pywb to answer
 REFRESH = 0.5  # the replay's --refresh in these tests
 FOLLOW_TIMEOUT = 30  # seconds a new capture may take to become replayable (many refresh periods)
@@ -340,6 +344,7 @@ def test_the_admins_document_page_links_its_capture(admin_client, crawled, setti
 # --- the command's life and its errors --------------------------------------------------------
 
 @pytest.mark.crawl
+@pytest.mark.django_db  # grouped with the tests before it, so the module's crawl is made once for them
 @pytest.mark.parametrize("how", ["ctrl-c", "sigkill"])
 def test_ctrl_c_stops_pywb_and_a_killed_replay_leaves_no_server(crawled, tmp_path, how):
     running = Replay(crawled.warc_dir, tmp_path / "replay")

@@ -37,12 +37,12 @@ def test_every_command_refuses_an_empty_database_in_one_line(tmp_path, args):
 def test_a_database_one_migration_behind_is_named_with_the_missing_migration(tmp_path):
     database = tmp_path / "old.sqlite3"
     assert run(["migrate", "-v0"], database).returncode == 0
-    assert run(["migrate", "-v0", "frontier", "0014"], database).returncode == 0  # the release before
+    assert run(["migrate", "-v0", "frontier", "0015"], database).returncode == 0  # the release before
     result = run(["status"], database)
     assert result.returncode == 1
     assert result.stderr.strip() == (
         f"CommandError: the SQLite database {database} is 1 migration behind "
-        "(frontier.0015_db_defaults first): run `python manage.py migrate` first")
+        "(frontier.0016_gemini_certificates first): run `python manage.py migrate` first")
     assert run(["migrate", "-v0"], database).returncode == 0
     assert run(["status"], database).returncode == 0
 
