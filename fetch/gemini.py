@@ -51,7 +51,7 @@ from django.conf import settings
 from frontier.vocabulary import FetchError
 
 from . import dns
-from .http import ROBOTS_MAX_REDIRECTS, FetchResult, address_allowed
+from .http import ROBOTS_MAX_REDIRECTS, FetchResult, address_allowed, read_capped
 
 DEFAULT_PORT = 1965
 MAX_META_BYTES = 1024
@@ -267,27 +267,13 @@ def _until_closed(tls, deadline: float) -> None:
 
 
 def _read_body(tls, received: bytes, max_bytes: int, deadline: float, result: FetchResult) -> bytes:
-    chunks, size = [received[:max_bytes]], len(received)
-    if size > max_bytes:
-        result.error = FetchError.TOO_LARGE
-        return chunks[0]
-    while True:
-        if time.monotonic() > deadline:
-            result.error = FetchError.DEADLINE
-            break
+    def read() -> bytes:
         try:
-            chunk = _recv(tls, deadline, READ_CHUNK)
+            return _recv(tls, deadline, READ_CHUNK)
         except ssl.SSLEOFError:
-            break  # closed without TLS close_notify: the body ended (common in Geminispace)
-        if not chunk:
-            break
-        size += len(chunk)
-        if size > max_bytes:
-            result.error = FetchError.TOO_LARGE
-            chunks.append(chunk[: len(chunk) - (size - max_bytes)])
-            break
-        chunks.append(chunk)
-    return b"".join(chunks)
+            return b""  # closed without TLS close_notify: the body ended (common in Geminispace)
+
+    return read_capped(read, max_bytes, deadline, result, first=received)
 
 
 def _recv(tls, deadline: float, size: int) -> bytes:

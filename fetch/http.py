@@ -353,18 +353,26 @@ def _finish(resp) -> None:
 
 
 def _read_body(resp, max_bytes: int, deadline: float, result: FetchResult) -> bytes:
-    chunks, size = [], 0
+    return read_capped(lambda: resp.read1(READ_CHUNK, decode_content=True), max_bytes, deadline, result)
+
+
+def read_capped(read, max_bytes: int, deadline: float, result: FetchResult, first: bytes = b"") -> bytes:
+    """A body, `first` and then `read()`'s chunks (b"" at its end), until its end, `max_bytes`
+    (kept, the rest left unread: error too_large) or the deadline (error deadline). The cap
+    and the deadline of every protocol (fetch/gemini.py reads its bodies here too)."""
+    chunks, size, chunk = [], 0, first
     while True:
+        if chunk:
+            size += len(chunk)
+            if size > max_bytes:
+                result.error = FetchError.TOO_LARGE
+                chunks.append(chunk[: len(chunk) - (size - max_bytes)])
+                break
+            chunks.append(chunk)
         if time.monotonic() > deadline:
             result.error = FetchError.DEADLINE
             break
-        chunk = resp.read1(READ_CHUNK, decode_content=True)
+        chunk = read()
         if not chunk:
             break
-        size += len(chunk)
-        if size > max_bytes:
-            result.error = FetchError.TOO_LARGE
-            chunks.append(chunk[: len(chunk) - (size - max_bytes)])
-            break
-        chunks.append(chunk)
     return b"".join(chunks)

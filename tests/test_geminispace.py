@@ -419,7 +419,10 @@ def test_it_stops_at_once_with_connections_open_and_leaves_nothing_behind():
         for thread in waiting:
             thread.start()
         fetch(running.roots[0])
-        time.sleep(0.3)
+        deadline = time.monotonic() + TIMEOUT  # until the server holds the hostile connections open
+        while len(running._server.writers) < 2:
+            assert time.monotonic() < deadline, "the hostile connections never reached the server"
+            time.sleep(0.02)
         assert f"geminispace-{running.port}" in [t.name for t in threading.enumerate()]
         root = running.roots[0]
         started = time.monotonic()
