@@ -8,6 +8,13 @@ Threads:
   each (one request, its parse, its hand-over to the writer). One idle thread keeps time
   for the earliest session and runs it itself when it is due (leader/followers: no thread
   in between, one wake-up per request);
+- when more sessions are due than threads are free (the process is the bottleneck, not
+  politeness), which goes next is the importance of its next URL: the due sessions wait in
+  three bands (frontier/importance.py, through frontier.service), a free thread draws a band with the dispatch shares
+  (CRAWLER_DISPATCH_SHARES, or CRAWLER_DISPATCH_SHARES_LOADED when at least as many
+  sessions are due as there are threads) and takes the band's best; the draw, not a strict
+  order, so that no band starves. Without this the threads went round the due hosts in
+  turn, and a host's tenth page went before another's best;
 - the intake thread opens the sessions handed in (confirms each lease, reads its host and
   URLs) and gives back the leases the engine will not run: whoever submits a lease (a
   Celery task, the embedded runner's loop) never touches the database for it. This matters
@@ -30,6 +37,7 @@ itself; a Celery worker process submits the sessions its tasks carry.
 import heapq
 import itertools
 import logging
+import random
 import resource
 import socket
 import threading
@@ -51,6 +59,7 @@ from .session import PARKED, HostSession
 from .writer import Writer
 
 log = logging.getLogger(__name__)
+_random = random.Random()
 
 
 @dataclass
@@ -84,7 +93,9 @@ class SessionEngine:
         self._arrived = threading.Condition(self._lock)
         self._intake: deque[tuple[str, frontier.Lease]] = deque()  # ("open" | "give_back", lease)
         self._opening = 0  # leases submitted whose session is not open yet
-        self._heap: list[tuple[float, int, HostSession]] = []
+        self._heap: list[tuple[float, int, HostSession]] = []  # sessions by when they may go on
+        # Due sessions by band, each a heap by (-score of the next URL, when due, serial).
+        self._due: tuple[list, list, list] = ([], [], [])
         self._sessions: dict[int, HostSession] = {}  # host id -> session, until its host is released
         self._running = 0  # steps on fetch threads now
         self._serial = itertools.count()
@@ -266,9 +277,10 @@ class SessionEngine:
     def _next_due(self) -> HostSession | None:  # holding the lock; None: stopping
         while not self._stopping:
             now = time.monotonic()
-            if self._heap and self._heap[0][0] <= now:
-                session = heapq.heappop(self._heap)[2]
-                if self._heap and (self._heap[0][0] <= now or self._timer_deadline is None):
+            self._promote(now)
+            if any(self._due):
+                session = self._draw()
+                if any(self._due) or (self._heap and self._timer_deadline is None):
                     self._work.notify()  # another is due, or nobody is keeping time
                 return session
             if self._heap and self._timer_deadline is None:
@@ -278,6 +290,20 @@ class SessionEngine:
             else:
                 self._work.wait()
         return None
+
+    def _promote(self, now: float) -> None:  # holding the lock
+        """Sessions whose time has come move from the time heap to their band."""
+        while self._heap and self._heap[0][0] <= now:
+            when, serial, session = heapq.heappop(self._heap)
+            score = session.next_score()
+            heapq.heappush(self._due[frontier.score_band(score)], (-score, when, serial, session))
+
+    def _draw(self) -> HostSession:  # holding the lock; some band holds a session
+        waiting = sum(len(band) for band in self._due)
+        shares = frontier.band_shares(loaded=waiting >= self.fetch_threads)
+        bands = [b for b in range(3) if self._due[b]]
+        chosen = bands[0] if len(bands) == 1 else _random.choices(bands, [shares[b] for b in bands])[0]
+        return heapq.heappop(self._due[chosen])[3]
 
     def _fetch_loop(self) -> None:
         try:

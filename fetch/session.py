@@ -144,6 +144,11 @@ class HostSession:
     def host_id(self) -> int:
         return self.lease.host_id
 
+    def next_score(self) -> int:
+        """The importance of what this session asks for next (its robots.txt goes with its
+        best URL): the engine serves the best of the sessions due first."""
+        return self.urls[0].priority if self.urls else 0
+
     # --- the engine calls these -----------------------------------------------------------
 
     @stagetime.timed("session")

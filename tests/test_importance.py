@@ -115,3 +115,52 @@ def test_a_band_with_no_ready_host_gives_its_share_to_the_others(settings):
         service.add_urls([service.Candidate(f"http://only-deep-{n}.test/a/b/c", 6)])
     leases = service.lease_ready_hosts("t", 10)
     assert len(leases) == 10
+
+
+class _DueSession:
+    """What the engine asks of a session to order it: the score of its next URL."""
+
+    def __init__(self, name, score):
+        self.name, self.score = name, score
+
+    def next_score(self):
+        return self.score
+
+
+def test_the_engine_serves_the_best_due_sessions_first_by_band_draw_without_starving_any(monkeypatch):
+    """When more sessions are due than threads are free, a thread draws a band with the
+    dispatch shares and takes its best session; a session not yet due waits its time."""
+    import time
+
+    from fetch import engine as engine_module
+
+    monkeypatch.setattr(engine_module, "_random", random.Random(3))
+    engine = engine_module.SessionEngine(fetch_threads=4)
+    now = time.monotonic()
+    sessions = ([_DueSession(f"high{s}", s) for s in (30, 80, 50)]  # band 0 (>= 20)
+                + [_DueSession(f"mid{s}", s) for s in (-10, 0)]  # band 1
+                + [_DueSession(f"low{s}", s) for s in (-60, -90)])  # band 2
+    with engine._lock:
+        for session in sessions:
+            engine._push(now - 1, session)
+        engine._push(now + 3600, _DueSession("later", 500))  # the best score, but not due
+        engine._promote(time.monotonic())
+        drawn_once = [engine._draw().name for _ in range(7)]
+        assert not any(engine._due)  # "later" is still in the time heap
+    # Each band hands out its best first; which band goes next is the draw.
+    assert [n for n in drawn_once if n.startswith("high")] == ["high80", "high50", "high30"]
+    assert [n for n in drawn_once if n.startswith("mid")] == ["mid0", "mid-10"]
+    assert [n for n in drawn_once if n.startswith("low")] == ["low-60", "low-90"]
+    drawn = Counter()
+    with engine._lock:
+        for session in sessions:
+            engine._push(now - 1, session)
+        engine._promote(time.monotonic())
+        for _ in range(3000):  # every session due again at once: the bands' shares
+            session = engine._draw()
+            drawn[session.name[:3]] += 1
+            engine._push(now - 1, session)
+            engine._promote(time.monotonic())
+    # 7 due sessions >= 4 threads: the loaded shares, 80/15/5.
+    share = {band: drawn[band] / 3000 for band in ("hig", "mid", "low")}
+    assert 0.76 <= share["hig"] <= 0.84 and 0.12 <= share["mid"] <= 0.18 and 0.03 <= share["low"] <= 0.07
