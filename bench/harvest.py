@@ -7,8 +7,9 @@ own request log says what it fetched in which order:
 - harvest: of the top 1 % pages by PageRank, the share fetched within the first 10 % of
   the crawler's requests (robots.txt excluded; sitemaps count: they cost a request);
 - sitemap-only: of the pages only a sitemap lists, the share fetched in the whole crawl;
-- mirror: requests to the mirror host (a copy of host 0), and how many of its texts the
-  index holds twice (host 0's page and the mirror's both indexed);
+- mirror: requests to the mirror host (a copy of host 0), those after its first page (the
+  first copy the crawler sees: the issue's "after the first duplicates are seen"), and how
+  many of its texts the index holds twice (host 0's page and the mirror's both indexed);
 - trap: requests to the trap host past its real pages;
 - requests in all, and the crawl's seconds.
 
@@ -61,12 +62,16 @@ def figures(web: HarvestWeb, requested: list[str], budget_share: float = 0.1) ->
     fetched = set(requested)
     sitemap_only = web.sitemap_only_urls()
     mirror_host = f"http://{web.hosts[web.mirror]}/"
+    mirror = [url for url in requested if url.startswith(mirror_host)]
+    first_copy = next((url for url in mirror if url in web.mirror_urls()), None)
     return {
         "harvest": round(len(web.important & first) / len(web.important), 3),
         "important_pages": len(web.important),
         "budget_requests": budget,
         "sitemap_only_fetched": round(len(sitemap_only & fetched) / len(sitemap_only), 3),
-        "mirror_requests": sum(1 for url in requested if url.startswith(mirror_host)),
+        "mirror_requests": len(mirror),
+        # The issue's measure: what the mirror costs once its first copy is seen (its first page).
+        "mirror_after_first_copy": len(mirror[mirror.index(first_copy) + 1:]) if first_copy in mirror else 0,
         "mirror_pages": len(web.mirror_urls()),
         "trap_requests_past_depth": sum(1 for url in requested if web.is_trap_beyond_depth(url)),
         "real_pages_fetched": round(len(real & fetched) / len(real), 4),
@@ -143,7 +148,8 @@ def _run_once(config: HarvestConfig, modes: list[str], timeout: float) -> dict:
 
 
 def report(results: dict) -> str:
-    columns = ("harvest", "harvest_range", "sitemap_only_fetched", "mirror_requests", "mirror_texts_indexed_twice", "trap_requests_past_depth",
+    columns = ("harvest", "harvest_range", "sitemap_only_fetched", "mirror_requests", "mirror_after_first_copy",
+               "mirror_pages", "mirror_texts_indexed_twice", "trap_requests_past_depth",
                "real_pages_fetched", "requests", "seconds")
     lines = ["| crawler | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for mode, row in results.items():

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import random
 import sys
@@ -81,7 +82,7 @@ class HarvestWeb:
                 self.paths[(h, n)] = self._path(n)
         self.links: dict[tuple[int, int], list[tuple[int, int]]] = {}
         popular = [(h, n) for h in range(c.hosts) for n in range(c.pages)]
-        weights = [1.0 / (rank + 1) ** 1.1 for rank in range(len(popular))]
+        weights = list(itertools.accumulate(1.0 / (rank + 1) ** 1.1 for rank in range(len(popular))))
         rng.shuffle(popular)  # which pages the web votes for: anywhere, at any depth
         for h in range(c.hosts):
             hubs = set(rng.sample(range(c.sections + 1, c.pages), c.hubs))
@@ -93,7 +94,7 @@ class HarvestWeb:
                     out += [(h, m) for m in range(c.sections + 1, c.pages) if (m - c.sections - 1) % c.sections == n - 1]
                 for _ in range(c.outlinks):
                     if rng.random() < c.external_share:
-                        out.append(rng.choices(popular, weights)[0])
+                        out.append(rng.choices(popular, cum_weights=weights)[0])
                     else:
                         out.append((h, min(c.pages - 1, int(rng.paretovariate(1.2)) - 1)))
                 if n in hubs:

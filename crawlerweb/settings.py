@@ -457,8 +457,9 @@ CRAWLER_METRICS_RETENTION_HOURS = envfloat("CRAWLER_METRICS_RETENTION_HOURS", 24
 # Seconds between beat's metrics samples (the interval of its periodic task when created).
 CRAWLER_METRICS_SAMPLE_SECONDS = envfloat("CRAWLER_METRICS_SAMPLE_SECONDS", 15.0, minimum=1.0)
 # Mirrors (frontier/traps.py): a host with at least this many pages stored, of which at least
-# CRAWLER_MIRROR_MIN_SHARE were copies of other hosts' pages, is stopped like a trap: no more
-# of its URLs admitted, its queued ones set aside (outcome mirror_host). 0 = off.
+# CRAWLER_MIRROR_MIN_SHARE were shared with another host (copies either way), is stopped like
+# a trap: no more of its URLs admitted, its queued ones set aside (outcome mirror_host); of
+# two hosts both mostly shared, the one found later. 0 = off.
 CRAWLER_MIRROR_MIN_PAGES = envint("CRAWLER_MIRROR_MIN_PAGES", 5)
 CRAWLER_MIRROR_MIN_SHARE = envfloat("CRAWLER_MIRROR_MIN_SHARE", 0.8)
 # Duplicates across URLs by text (indexer/neardup.py): a page whose normalized text is an

@@ -305,9 +305,14 @@ def store(results: Results) -> None:
         counted = [page for page, _, _ in results.pages if details.get(page.url_id) in _YIELD_DETAILS]
         copies = indexer.originals_of([page.url_id for page in counted if details[page.url_id] != PageDetail.INDEXED])
         frontier.count_pattern_yield([
-            (page.url, details[page.url_id] == PageDetail.INDEXED,
-             page.url_id in copies and frontier.origin_of(copies[page.url_id]) != frontier.origin_of(page.url))
+            (page.url, details[page.url_id] == PageDetail.INDEXED, _copied_from(page.url, copies.get(page.url_id)))
             for page in counted])
+
+
+def _copied_from(url: str, original: str | None) -> str:
+    """The origin of the other host whose page this one copies, or ""."""
+    origin = frontier.origin_of(original) if original else ""
+    return origin if origin and origin != frontier.origin_of(url) else ""
 
 
 def _admit_canonicals(pages: list) -> None:

@@ -12,19 +12,24 @@ Every stored page counts for its pattern (UrlPattern): one page more, and one ne
 it was indexed (not an exact or near duplicate, not noindex). Once a pattern has
 CRAWLER_TRAP_MIN_PAGES pages and at most CRAWLER_TRAP_MAX_YIELD of them were new, it is
 stopped. A host that has shown one trap is watched more closely: its other patterns are
-judged after a quarter of those pages (at least SUSPECT_MIN_PAGES), as a trap host tends to
-make several (an endless calendar and ever-deeper relative links, each its own pattern).
+judged after a quarter of those pages (at least SUSPECT_MIN_PAGES), at once when the first
+trap is stopped and then as their pages are stored, as a trap host tends to make several
+(an endless calendar and ever-deeper relative links, each its own pattern).
 A stopped pattern: its queued URLs are set aside (state `excluded`, outcome
 `trap_pattern`) and no more of its URLs are admitted (rejection `trap_pattern`). An
 operator resumes a pattern in the admin: its URLs are queued again and it is never stopped
 again.
 
 Mirrors: a host counts as a pattern of its own (the pattern is the bare origin), where a
-page is "new" unless it is a copy (exact or near duplicate) of a page of ANOTHER host. Once
-a host has CRAWLER_MIRROR_MIN_PAGES pages stored and at least CRAWLER_MIRROR_MIN_SHARE of
-them were copies of other hosts' pages, the whole host is stopped the same way (outcome and
-rejection `mirror_host`): a mirror costs a few fetches, not a crawl. Copies within one host
-(`/` and `/index.html`) do not count: that host is not a mirror.
+page is "new" unless it is a copy (exact or near duplicate) of a page of ANOTHER host, or
+another host's page turned out to be a copy of it (both hosts share that text: counting
+only the later copy, a mirror crawled at the same pace as its original holds half the
+originals and neither host ever reaches the share). Once a host has
+CRAWLER_MIRROR_MIN_PAGES pages stored and at least CRAWLER_MIRROR_MIN_SHARE of them were
+shared with other hosts, the whole host is stopped the same way (outcome and rejection
+`mirror_host`) — unless it is the one the crawl found first of the two (the lower host id):
+that one is the original. A mirror costs a few fetches, not a crawl. Copies within one
+host (`/` and `/index.html`) do not count: that host is not a mirror.
 
 A stop takes effect in the process that made it at once (its fetch threads skip the
 pattern's URLs from their next request), in the others within STOPPED_RECHECK_SECONDS.
@@ -137,22 +142,30 @@ def _note(pattern: str, is_stopped: bool) -> None:
 
 # --- the yield of stored pages ----------------------------------------------------------------
 
-def count_yield(pages: list[tuple[str, bool, bool]]) -> list[str]:
-    """Count stored pages, (url, new text?, a copy of another host's page?) each, for their
-    patterns and their hosts; stop the patterns whose yield collapsed and the hosts that
-    are mirrors. Returns the patterns stopped now."""
+def count_yield(pages: list[tuple[str, bool, str]]) -> list[str]:
+    """Count stored pages, (url, new text?, the origin of another host's page it copies, or
+    "") each, for their patterns and their hosts; stop the patterns whose yield collapsed
+    and the hosts that are mirrors. Returns the patterns stopped now."""
     if not pages:
         return []
     counts: dict[str, list[int]] = {}
-    for url, new, copied in pages:
+    partners: dict[str, str] = {}  # host <-> the other host it shares a text with, in this batch
+    for url, new, copied_from in pages:
         if settings.CRAWLER_TRAP_MIN_PAGES:
             count = counts.setdefault(pattern_of(url), [0, 0])
             count[0] += 1
             count[1] += int(new)
         if settings.CRAWLER_MIRROR_MIN_PAGES:
-            count = counts.setdefault(origin_of(url), [0, 0])
+            origin = origin_of(url)
+            count = counts.setdefault(origin, [0, 0])
             count[0] += 1
-            count[1] += int(not copied)
+            count[1] += int(not copied_from)
+            if copied_from:
+                # The original's page is no longer its own either: a mirror crawled at the
+                # same pace as its original would otherwise hold half the originals, and
+                # neither host would reach the share.
+                counts.setdefault(copied_from, [0, 0])[1] -= 1
+                partners[origin], partners[copied_from] = copied_from, origin
     if not counts:
         return []
     rows = sorted((pattern_key(p), p, n, new) for p, (n, new) in counts.items())  # key order: no deadlocks
@@ -162,16 +175,60 @@ def count_yield(pages: list[tuple[str, bool, bool]]) -> list[str]:
             f"""INSERT INTO {_PATTERNS} (key, pattern, pages, new_pages, allowed, created_at)
                 VALUES (%s, %s, %s, %s, %s, %s)
                 ON CONFLICT (key) DO UPDATE SET pages = {_PATTERNS}.pages + excluded.pages,
-                    new_pages = {_PATTERNS}.new_pages + excluded.new_pages""",
-            [(key, pattern, n, new, False, now) for key, pattern, n, new in rows])
+                    new_pages = CASE WHEN {_PATTERNS}.new_pages + %s < 0 THEN 0 ELSE {_PATTERNS}.new_pages + %s END""",
+            [(key, pattern, n, max(new, 0), False, now, new, new) for key, pattern, n, new in rows])
     least = min(n for n in (_suspect_min_pages(), settings.CRAWLER_MIRROR_MIN_PAGES) if n)
     candidates = UrlPattern.objects.filter(key__in=[row[0] for row in rows], stopped_at__isnull=True, allowed=False,
                                            pages__gte=least).values_list("pattern", "pages", "new_pages")
     _stopped_keys()  # a fresh look at which hosts have a trap
-    stopped_now = [pattern for pattern, n, new in candidates if _collapsed(pattern, n, new)]
+    collapsed = [pattern for pattern, n, new in candidates if _collapsed(pattern, n, new)]
+    stopped_now = [p for p in collapsed if not is_host_pattern(p)] + _mirrors(
+        [p for p in collapsed if is_host_pattern(p)], partners)
     for pattern in stopped_now:
         stop(pattern)
+    # A host that has just shown a trap: its other patterns are judged now, by the closer
+    # measure, not when their next page happens to be stored.
+    for origin in {origin_of(p) for p in stopped_now if not is_host_pattern(p)}:
+        for pattern, n, new in _open_patterns_of(origin):
+            if _collapsed(pattern, n, new):
+                stop(pattern)
+                stopped_now.append(pattern)
     return stopped_now
+
+
+def _mirrors(collapsed: list[str], partners: dict[str, str]) -> list[str]:
+    """Which hosts to stop of those whose pages are mostly shared with other hosts, judged
+    in a batch that shows whom they share with: a host and its partner both mostly shared
+    are a mirror pair, and the one the crawl found later (the higher host id) is the
+    mirror, whichever stored the texts first; a host mostly shared with a partner that is
+    not (a site that quotes it among much of its own) is the copy itself."""
+    known = [h for h in collapsed if h in partners]
+    if not known:
+        return []
+    hosts = set(known) | {partners[h] for h in known}
+    rows = {pattern: (n, new, stopped_at, allowed) for pattern, n, new, stopped_at, allowed in UrlPattern.objects.filter(
+        key__in=[pattern_key(h) for h in hosts]).values_list("pattern", "pages", "new_pages", "stopped_at", "allowed")}
+    found = dict(Host.objects.filter(origin__in=hosts).values_list("origin", "id"))
+    mirrors = set()
+    for host in known:
+        partner = partners[host]
+        n, new, stopped_at, allowed = rows.get(partner, (0, 0, None, False))
+        if stopped_at is not None:
+            continue  # its partner is already the mirror
+        if _collapsed(partner, n, new):
+            mirror = host if found.get(host, 0) > found.get(partner, 0) else partner
+        else:
+            mirror = host
+        if not rows.get(mirror, (0, 0, None, True))[3]:  # an operator resumed it: never again
+            mirrors.add(mirror)
+    return sorted(mirrors)
+
+
+def _open_patterns_of(origin: str) -> list[tuple[str, int, int]]:
+    """The path patterns of one origin that are not stopped and have pages enough to judge."""
+    rows = UrlPattern.objects.filter(pattern__startswith=origin + "/", stopped_at__isnull=True, allowed=False,
+                                     pages__gte=_suspect_min_pages()).values_list("pattern", "pages", "new_pages")
+    return [row for row in rows if origin_of(row[0]) == origin]
 
 
 def _suspect_min_pages() -> int:

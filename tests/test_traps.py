@@ -25,8 +25,9 @@ def test_a_pattern_abstracts_numbers_and_folds_deep_paths(path, pattern):
     assert traps.pattern_of(ORIGIN + path) == ORIGIN + pattern
 
 
-def pages(prefix, n, new, origin=ORIGIN, copied=lambda i: False):
-    return [(f"{origin}{prefix}{i}", new(i), copied(i)) for i in range(n)]
+def pages(prefix, n, new, origin=ORIGIN, copied=lambda i: False, original="http://original.test"):
+    """(url, new text?, the origin it copies or "") for count_yield."""
+    return [(f"{origin}{prefix}{i}", new(i), original if copied(i) else "") for i in range(n)]
 
 
 def test_a_pattern_whose_pages_bring_nothing_new_is_stopped_and_its_urls_set_aside(settings):
@@ -72,10 +73,12 @@ def test_a_host_whose_pages_are_copies_of_another_hosts_is_stopped_as_a_mirror(s
                      + [service.Candidate(f"{ORIGIN}/p{i}", 1) for i in range(30)])
     # Four copies of another host's pages and one page of its own: not yet 5 pages ...
     assert traps.count_yield(pages("/p", 4, lambda i: False, MIRROR, copied=lambda i: True)) == []
-    # ... the fifth page (its own text) makes 4 of 5 copies: a mirror.
-    assert traps.count_yield(pages("/q", 1, lambda i: True, MIRROR)) == [MIRROR]
+    # ... the fifth page (its own text) makes 4 of 5 copies; a host is stopped as a mirror
+    # in a batch where it copies (it is the copy, not the original): the next copy.
+    assert traps.count_yield(pages("/q", 1, lambda i: True, MIRROR)) == []
+    assert traps.count_yield(pages("/r", 1, lambda i: False, MIRROR, copied=lambda i: True)) == [MIRROR]
     row = UrlPattern.objects.get(pattern=MIRROR)
-    assert (row.pages, row.new_pages, row.stopped_at is not None) == (5, 1, True)
+    assert (row.pages, row.new_pages, row.stopped_at is not None) == (6, 1, True)
     assert Url.objects.filter(url__startswith=MIRROR, state="excluded", outcome="mirror_host").count() == 30
     assert not Url.objects.filter(url__startswith=ORIGIN, state="excluded").exists()
     # This process knows at once: the session skips its URLs, admission refuses them.
@@ -87,6 +90,57 @@ def test_a_host_whose_pages_are_copies_of_another_hosts_is_stopped_as_a_mirror(s
     assert traps.resume(MIRROR) == 30
     assert Url.objects.filter(url__startswith=MIRROR, state="queued").count() == 30
     assert service.pattern_stopped(f"{MIRROR}/p1") is None
+
+
+def test_a_mirror_crawled_at_the_pace_of_its_original_is_stopped_and_the_original_kept(settings):
+    """Each host stores half the shared texts first: counting only the later copy, each
+    held half the originals and neither was ever stopped (the harvest bench's mirror was
+    fetched in full in one run of two)."""
+    settings.CRAWLER_MIRROR_MIN_PAGES, settings.CRAWLER_MIRROR_MIN_SHARE, settings.CRAWLER_TRAP_MIN_PAGES = 5, 0.8, 0
+    service.add_urls([service.Candidate(f"{ORIGIN}/p{i}", 1) for i in range(30)])  # the original, found first
+    service.add_urls([service.Candidate(f"{MIRROR}/p{i}", 1) for i in range(30)])
+    stopped = []
+    for i in range(0, 6, 2):  # T_i first on the original, T_i+1 first on the mirror
+        stopped += traps.count_yield([(f"{ORIGIN}/p{i}", True, ""), (f"{MIRROR}/p{i + 1}", True, "")])
+        stopped += traps.count_yield([(f"{MIRROR}/p{i}", False, ORIGIN), (f"{ORIGIN}/p{i + 1}", False, MIRROR)])
+    assert stopped == [MIRROR]
+    assert UrlPattern.objects.get(pattern=ORIGIN).stopped_at is None
+    assert Url.objects.filter(url__startswith=MIRROR, state="excluded", outcome="mirror_host").count() == 30  # still queued here
+    assert not Url.objects.filter(url__startswith=ORIGIN, state="excluded").exists()
+
+
+def test_a_mirror_crawled_ahead_of_its_original_is_still_the_one_stopped(settings):
+    """The mirror stores the shared texts first, so the original holds the copies; the pair
+    is mostly shared on both sides, and the host found later is the mirror."""
+    settings.CRAWLER_MIRROR_MIN_PAGES, settings.CRAWLER_MIRROR_MIN_SHARE, settings.CRAWLER_TRAP_MIN_PAGES = 5, 0.8, 0
+    service.add_urls([service.Candidate(f"{ORIGIN}/p{i}", 1) for i in range(30)])  # found first
+    service.add_urls([service.Candidate(f"{MIRROR}/p{i}", 1) for i in range(30)])
+    assert traps.count_yield([(f"{MIRROR}/p{i}", True, "") for i in range(6)]) == []
+    assert traps.count_yield([(f"{ORIGIN}/p{i}", False, MIRROR) for i in range(6)]) == [MIRROR]
+    assert UrlPattern.objects.get(pattern=ORIGIN).stopped_at is None
+    assert not Url.objects.filter(url__startswith=ORIGIN, state="excluded").exists()
+
+
+def test_a_site_whose_few_pages_another_site_quotes_among_its_own_is_the_copy(settings):
+    settings.CRAWLER_MIRROR_MIN_PAGES, settings.CRAWLER_MIRROR_MIN_SHARE, settings.CRAWLER_TRAP_MIN_PAGES = 5, 0.8, 0
+    service.add_urls([service.Candidate(f"{ORIGIN}/p{i}", 1) for i in range(30)])
+    service.add_urls([service.Candidate(f"{MIRROR}/p{i}", 1) for i in range(30)])
+    traps.count_yield([(f"{ORIGIN}/own{i}", True, "") for i in range(40)])  # the big site, mostly its own
+    assert traps.count_yield([(f"{MIRROR}/p{i}", False, ORIGIN) for i in range(5)]) == [MIRROR]
+
+
+def test_a_host_that_shows_a_trap_has_its_other_patterns_judged_at_once(settings):
+    settings.CRAWLER_TRAP_MIN_PAGES, settings.CRAWLER_MIRROR_MIN_PAGES = 12, 0  # suspects: after 3
+    service.add_urls([service.Candidate(f"{ORIGIN}/deep/{i}/x/", 3) for i in range(10)]
+                     + [service.Candidate(f"{ORIGIN}/cal/{i}", 2) for i in range(20)])
+    # Three pages of the relative-path trap, nothing new, stored before the calendar's.
+    assert traps.count_yield(pages("/deep/", 3, lambda i: False, origin=ORIGIN + "/deep/x")) == []
+    assert traps.count_yield(pages("/article-", 3, lambda i: True)) == []
+    # The calendar's twelfth page stops it, and the deep pattern with it (no page of its in
+    # this batch); the articles, new text, go on.
+    stopped = traps.count_yield(pages("/cal/", 12, lambda i: i == 0))
+    assert sorted(stopped) == [f"{ORIGIN}/cal/#", f"{ORIGIN}/deep/x/…"]
+    assert UrlPattern.objects.get(pattern=f"{ORIGIN}/article-#").stopped_at is None
 
 
 def test_copies_within_one_host_do_not_make_it_a_mirror(settings):
