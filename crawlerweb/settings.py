@@ -503,6 +503,10 @@ CRAWLER_SCORE_SECTION = envint("CRAWLER_SCORE_SECTION", 10, minimum=-1000, maxim
 CRAWLER_SCORE_INLINK_HOST = envint("CRAWLER_SCORE_INLINK_HOST", 12, minimum=0, maximum=1000)
 CRAWLER_SCORE_INLINK_HOSTS_MAX = envint("CRAWLER_SCORE_INLINK_HOSTS_MAX", 5, minimum=0, maximum=1000)
 # Scores at or above the first go to band 0, at or above the second to band 1, the rest to 2.
+# A host's standing: points × log2(1 + distinct other hosts linking to any of its pages),
+# added to its next URL's score when sessions compete for a crawling process's fetch
+# threads (a page of a site the web links to from many hosts before one of an obscure site).
+CRAWLER_SCORE_SITE_INLINK_HOST = envint("CRAWLER_SCORE_SITE_INLINK_HOST", 6, minimum=0, maximum=1000)
 CRAWLER_SCORE_BAND_HIGH = envint("CRAWLER_SCORE_BAND_HIGH", 20, minimum=-30000, maximum=30000)
 CRAWLER_SCORE_BAND_LOW = envint("CRAWLER_SCORE_BAND_LOW", -30, minimum=-30000, maximum=30000)
 CRAWLER_SCORE_BANDS = (CRAWLER_SCORE_BAND_HIGH, min(CRAWLER_SCORE_BAND_LOW, CRAWLER_SCORE_BAND_HIGH))
@@ -511,6 +515,12 @@ CRAWLER_SCORE_BANDS = (CRAWLER_SCORE_BAND_HIGH, min(CRAWLER_SCORE_BAND_LOW, CRAW
 CRAWLER_SESSION_SECONDS = envfloat("CRAWLER_SESSION_SECONDS", 60.0, minimum=0.1)
 # URLs one host session carries at most (fewer when the host's delay allows fewer).
 CRAWLER_SESSION_MAX_URLS = envint("CRAWLER_SESSION_MAX_URLS", 100, minimum=1)
+# When links stored by its process add (or raise) a URL of a session's host that would be
+# among the next this many the session fetches, the session asks (without waiting) for its
+# host's best this many and swaps them in: a page worth more, found while a session works
+# through its list, does not wait for the list's end. 0 = a session keeps the list it was
+# leased with (and asks for more only at its end).
+CRAWLER_SESSION_REFRESH_URLS = envint("CRAWLER_SESSION_REFRESH_URLS", 10, minimum=0)
 # Host sessions one process holds at once (each keeps one connection open).
 CRAWLER_SESSIONS_PER_PROCESS = envint("CRAWLER_SESSIONS_PER_PROCESS", 1000, minimum=1)
 # Sitemaps as link sources (indexer/linksources.py): the Sitemap: lines of robots.txt are

@@ -116,7 +116,7 @@ class SessionEngine:
         _raise_open_files_limit(self.max_sessions + self.fetch_threads + 64)
         if self.parse_processes:
             self.pool = ParsePool(self.parse_processes)
-        self.writer = Writer(on_release=self._released, on_more_urls=self._more_urls)
+        self.writer = Writer(on_release=self._released, on_more_urls=self._more_urls, on_raised=self._raised)
         for i in range(self.fetch_threads):
             self._spawn(f"fetch-{i}", self._fetch_loop)
         self._intake_thread = self._spawn("intake", self._intake_loop)
@@ -342,7 +342,19 @@ class SessionEngine:
             session = self._sessions.get(wanted.host_id)
             if session is None or session.lease.token != wanted.token or session.ended or self._stopping:
                 return
+            if wanted.above is not None:  # a refresh on its way: the session takes them at its next step
+                session.better.append(urls)
+                return
             self._push(session.more_urls(urls), session)
+
+    def _raised(self, raised: dict[int, int]) -> None:
+        """The writer stored URLs (new, or with a higher score) for these hosts: a session of
+        one of them carrying worse asks for them at its next step."""
+        with self._lock:
+            for host_id, priority in raised.items():
+                session = self._sessions.get(host_id)
+                if session is not None:
+                    session.offered(priority)
 
     def _released(self, ended) -> None:
         """The writer released a session's host (after storing its URLs)."""

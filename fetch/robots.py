@@ -139,8 +139,11 @@ def sitemap_candidates(origin: str, answer: RobotsAnswer, depth: int, scopes: st
     urls = list(dict.fromkeys(answer.sitemaps))[:frontier.MAX_SITEMAPS]
     if not urls and settings.CRAWLER_SITEMAP_GUESS:
         urls = ["/sitemap.xml"]
+    # A sitemap names the site's pages, its best with their <priority>: it goes before them,
+    # scoring as a page a sitemap lists at <priority> 1.0.
+    hint = frontier.sitemap_hint(1.0)
     return [frontier.Candidate(url, depth, 0, None, base=origin + "/robots.txt", scopes=scopes,
-                               kind=frontier.UrlKind.SITEMAP) for url in urls]
+                               kind=frontier.UrlKind.SITEMAP, hint=hint) for url in urls]
 
 
 def policy_for(host: frontier.HostView) -> RobotsPolicy:

@@ -248,8 +248,9 @@ def _settle_small_changes(results: Results) -> None:
     results.pages[:] = kept
 
 
-def store(results: Results) -> None:
-    """Write what fetches produced.
+def store(results: Results) -> dict[int, int]:
+    """Write what fetches produced; returns {host id: best score} of the waiting URLs the
+    links added or raised (the sessions of those hosts may want to swap them in).
 
     Frontier admissions first, the record of the fetches last: redirect targets and
     discovered links enter the frontier (frontier.add_urls takes its rows in one global
@@ -280,8 +281,7 @@ def store(results: Results) -> None:
                                          if lastmod]))
         links += [frontier.Candidate(feed, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes,
                                      kind=UrlKind.FEED, via=via) for feed in page.feeds]
-    if links:
-        frontier.add_urls(links)
+    raised = frontier.add_urls(links).raised if links else {}
     for base, changes in lastmods:  # pages a sitemap says changed since our visit: visited sooner
         if changes:
             frontier.sitemap_changes(changes, base)
@@ -307,6 +307,7 @@ def store(results: Results) -> None:
         frontier.count_pattern_yield([
             (page.url, details[page.url_id] == PageDetail.INDEXED, _copied_from(page.url, copies.get(page.url_id)))
             for page in counted])
+    return raised
 
 
 def _copied_from(url: str, original: str | None) -> str:

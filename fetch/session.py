@@ -100,6 +100,10 @@ class MoreUrlsWanted:
     token: str
     taken: frozenset  # the URLs it had: never given twice (one whose result failed to store stays queued)
     limit: int
+    # Set: not at its end but on its way (CRAWLER_SESSION_REFRESH_URLS), asking without
+    # waiting for its host's best URLs scoring above this (the worst it carries), those it
+    # carries included (`taken` then names only the URLs it is done with).
+    above: int | None = None
 
 
 @dataclass
@@ -139,6 +143,10 @@ class HostSession:
         self.address = ""  # the server address the requests went to
         self.ended = ""  # why it ended ("" while it runs)
         self.certificate = host.tls_fingerprint  # trust on first use (gemini://)
+        self.site_points = frontier.site_points(host.inlink_hosts)  # its standing when sessions compete
+        self.better: deque[list] = deque()  # the writer's answers to a refresh (another thread appends)
+        self.refreshing = False  # a refresh asked and not answered yet
+        self.refresh_wanted = False  # its host has a URL that would go before the ones carried
 
     @property
     def host_id(self) -> int:
@@ -146,8 +154,9 @@ class HostSession:
 
     def next_score(self) -> int:
         """The importance of what this session asks for next (its robots.txt goes with its
-        best URL): the engine serves the best of the sessions due first."""
-        return self.urls[0].priority if self.urls else 0
+        best URL) and its host's standing: the engine serves the best of the sessions due
+        first."""
+        return (self.urls[0].priority if self.urls else 0) + self.site_points
 
     # --- the engine calls these -----------------------------------------------------------
 
@@ -155,9 +164,11 @@ class HostSession:
     def step(self) -> float | None:
         """Go as far as possible without waiting: until one request is made, a wait is
         needed, or the session is over. Returns when to call again (monotonic), or None."""
+        self._swap_in_better()
         outcome = self._robots() if self.policy is None else None
         if outcome is None:
             outcome = self._next_url()
+        self._refresh()
         if isinstance(outcome, Wait):
             return outcome.until
         if outcome == End("done") and self._want_more():
@@ -192,6 +203,51 @@ class HostSession:
         self.empty_answers = 0 if urls else self.empty_answers + 1
         now = time.monotonic()
         return now if urls else max(now, min(self.clock.next_request_at(), self.window_end))
+
+    def offered(self, priority: int) -> None:
+        """The writer stored a URL of this host scoring `priority` (new, or raised): if it
+        would be among the next CRAWLER_SESSION_REFRESH_URLS this session fetches, the
+        session asks for its host's best at its next step. (The engine's thread calls this;
+        a flag the session's own step reads is all it touches.)"""
+        window = settings.CRAWLER_SESSION_REFRESH_URLS
+        if not window or self.ended:
+            return
+        urls = self.urls
+        try:
+            if urls and priority > urls[min(window, len(urls)) - 1].priority:
+                self.refresh_wanted = True
+        except IndexError:  # its step took one meanwhile: ask anyway, the answer is checked
+            self.refresh_wanted = True
+
+    def _refresh(self) -> None:
+        """Ask the writer (without waiting) for this host's best URLs this session has not
+        fetched: those found since it began and those it carries whose score rose since (a
+        sitemap read after the lease, links from other hosts)."""
+        if not self.refresh_wanted or self.refreshing or not self.urls or self.lost:
+            return
+        self.refresh_wanted, self.refreshing = False, True
+        done = frozenset(self.taken.difference(queued.id for queued in self.urls))
+        self.sink(MoreUrlsWanted(self.host_id, self.lease.token, done, settings.CRAWLER_SESSION_REFRESH_URLS,
+                                 above=min(queued.priority for queued in self.urls)))
+
+    def _swap_in_better(self) -> None:
+        """The writer's answer: the URLs carried take their scores as they are now, better
+        ones found since replace the worst carried (those stay queued for a later session),
+        and everything carried is in score order again."""
+        while self.better:
+            found = self.better.popleft()
+            self.refreshing = False
+            carried = {queued.id: queued for queued in self.urls}
+            done = self.taken.difference(carried)
+            found = [queued for queued in found if queued.id not in done]
+            if not found:
+                continue
+            room = len(self.urls) + max(0, settings.CRAWLER_SESSION_MAX_URLS - len(self.taken))
+            carried.update((queued.id, queued) for queued in found)
+            ranked = sorted(carried.values(), key=lambda queued: -queued.priority)  # stable: ties keep their order
+            self.taken.difference_update(queued.id for queued in ranked[room:])
+            self.taken.update(queued.id for queued in ranked[:room])
+            self.urls = deque(ranked[:room])
 
     def finish(self, reason: str) -> None:
         """End the session: its end goes to the writer after its URLs, which releases the

@@ -59,12 +59,13 @@ _TRANSIENT = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, pg_err
 
 class Writer:
     def __init__(self, interval: float | None = None, group_pages: int | None = None,
-                 max_pending_pages: int | None = None, on_release=None, on_more_urls=None):
+                 max_pending_pages: int | None = None, on_release=None, on_more_urls=None, on_raised=None):
         self.interval = settings.CRAWLER_COMMIT_INTERVAL if interval is None else interval
         self.group_pages = group_pages or settings.CRAWLER_COMMIT_GROUP_PAGES
         self.max_pending = max_pending_pages or settings.CRAWLER_COMMIT_MAX_PENDING_PAGES
         self.on_release = on_release  # called with each SessionEnded once its host is released
         self.on_more_urls = on_more_urls  # called with each MoreUrlsWanted and the URLs found (maybe none)
+        self.on_raised = on_raised  # called with {host id: best score} of the URLs a store added or raised
         self._cond = threading.Condition()
         self._items: deque = deque()
         self._pending_pages = 0
@@ -174,7 +175,7 @@ class Writer:
             self._store(done)
         for item in group:  # after the stores: the sessions' last pages' links are in
             if isinstance(item, MoreUrlsWanted) and self.on_more_urls:
-                found = self._guarded(frontier.more_urls, item.host_id, item.token, item.taken, item.limit)
+                found = self._guarded(frontier.more_urls, item.host_id, item.token, item.taken, item.limit, item.above)
                 self.on_more_urls(item, found or [])
         ended = [self._paused_if_unstored(item) for item in group if isinstance(item, SessionEnded)]
         if ended:
@@ -214,7 +215,9 @@ class Writer:
             merged.extend(item.results)
         hosts = {item.host_id for item in done}
         try:
-            _store_retrying(merged)
+            raised = _store_retrying(merged)
+            if raised and self.on_raised:
+                self.on_raised(raised)
             self.pages += len(merged.pages)
             for host_id in hosts:
                 self._unstored.pop(host_id, None)
@@ -294,11 +297,10 @@ class Writer:
 STORE_TRIES = 3
 
 
-def _store_retrying(results: Results) -> None:
+def _store_retrying(results: Results) -> dict[int, int]:
     for attempt in range(1, STORE_TRIES + 1):
         try:
-            store(results)
-            return
+            return store(results)
         except OperationalError as exc:
             if attempt == STORE_TRIES or not isinstance(exc.__cause__, _TRANSIENT):
                 raise

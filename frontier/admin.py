@@ -404,7 +404,10 @@ def score_in_words(url: Url) -> str:
              f"{parts.place:+d}",
              f"{url.inlink_hosts} other host{'s' if url.inlink_hosts != 1 else ''} link here: {parts.inlinks:+d}",
              f"sitemap: {parts.hint:+d}", f"trusted domain: {parts.trusted:+d}"]
-    return " · ".join(words) + f" = {parts.total} now; stored {url.priority}"
+    sites = url.host.inlink_hosts
+    return (" · ".join(words) + f" = {parts.total} now; stored {url.priority}; and when hosts compete for fetch "
+            f"threads, its host's standing ({sites} other host{'s' if sites != 1 else ''} link to its pages): "
+            f"{importance.site_points(sites):+d}")
 
 
 class SeedForm(forms.ModelForm):

@@ -56,6 +56,13 @@ class AdmitResult:
     # (code, message) of an accepted seed the crawler will not fetch as things stand.
     details: dict[int, str] = field(default_factory=dict)
     warnings: dict[int, tuple[str, str]] = field(default_factory=dict)
+    # host id -> the best score among its URLs this batch added or raised: a session of that
+    # host carrying worse may want to swap (fetch/session.py).
+    raised: dict[int, int] = field(default_factory=dict)
+
+    def raise_to(self, host_id: int, priority: int) -> None:
+        if priority > self.raised.get(host_id, -importance.MAX_SCORE - 1):
+            self.raised[host_id] = priority
 
     def reject(self, reason: str) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
@@ -104,6 +111,8 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
     scopes_of = {}  # scope key -> its scopes, once per batch
     referrers = defaultdict(set)  # url_key -> other hosts linking to it, not counted before
     counting_inlinks = settings.CRAWLER_SCORE_INLINK_HOST > 0  # off: no UPDATE for known URLs either
+    counting_sites = settings.CRAWLER_SCORE_SITE_INLINK_HOST > 0
+    site_referrers = defaultdict(int)  # origin -> other hosts linking to it, not counted before
     out_of_scope = defaultdict(int)  # scope id -> links it left out
     # The scopes the batch names, loaded in one query (10,000 seeds may bring 10,000 scopes).
     scope.load_scopes({int(i) for key in {cand.scopes for cand in candidates} if key for i in key.split(",")},
@@ -134,8 +143,11 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
         key = norm.key
         positions[key].append(len(result.verdicts))
         result.verdicts.append(norm.url)
-        if cand.via and cand.via != norm.origin and counting_inlinks and _inlinks.new((key, cand.via)):
-            referrers[key].add(cand.via)
+        if cand.via and cand.via != norm.origin:
+            if counting_inlinks and _inlinks.new((key, cand.via)):
+                referrers[key].add(cand.via)
+            if counting_sites and _site_inlinks.new((norm.origin, cand.via)):
+                site_referrers[norm.origin] += 1
         if key in best:
             kept = best[key][1] if best[key][1].depth <= cand.depth else cand
             kind = cand.kind if best[key][1].kind == UrlKind.PAGE else best[key][1].kind  # a link source wins
@@ -149,11 +161,15 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
 
     _forget_caches_if_reconnected()
     items = list(best.items())
+    # A sitemap's listing (a hint) reaches the database even for a URL the seen-cache knows:
+    # it may raise a waiting URL's score (sitemaps are few; their entries bounded).
     todo = [(key, norm, cand) for (key, (norm, cand)), unknown in
-            zip(items, seen.unknown([(key, cand.scopes, cand.depth) for key, (_, cand) in items])) if unknown]
+            zip(items, seen.unknown([(key, cand.scopes, cand.depth) for key, (_, cand) in items]))
+            if unknown or cand.hint > 0]
     result.known = len(best) - len(todo)
     if not todo:
-        _count_inlinks(referrers)
+        _count_inlinks(referrers, result)
+        bulk.add_host_inlinks(site_referrers)
         return result
 
     hosts, url_counts = _hosts({norm.origin for _, norm, _ in todo})
@@ -184,19 +200,21 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
             result.verdicts[position] = f"rejected:{reason}"
 
     inserted, existing = bulk.insert_urls(rows)
-    _update_known(existing, best)
+    _update_known(existing, best, result)
     counts, bands = defaultdict(int), {}
     for row in rows:
         if row[0] in inserted:
             counts[row[2]] += 1
             bands[row[2]] = min(bands.get(row[2], 2), importance.band(row[5]))
+            result.raise_to(row[2], row[5])
     domain_totals = dict(domains_before)  # what the domains hold once this commits
     for host_id, n in counts.items():
         domain = _hosts_known.domains.get(host_id, "")
         if domain:
             domain_totals[domain] += n
     url_counts.update(bulk.add_host_counts(counts, bands))
-    _count_inlinks({key: hosts for key, hosts in referrers.items() if key not in inserted})
+    _count_inlinks({key: hosts for key, hosts in referrers.items() if key not in inserted}, result)
+    bulk.add_host_inlinks(site_referrers)  # after _hosts: a host first seen in this batch has its row
     # What the caches learnt holds once it is committed (a rolled-back seed list must not
     # leave its URLs "known"); outside a transaction that is now.
     remembered = [(row[0], row[7], row[3]) for row in rows]
@@ -214,14 +232,21 @@ def _by_host(todo: list[tuple], hosts: dict[str, int], url_counts: dict[int, int
     return {(host_id, url_counts.get(host_id, 0)): grouped[host_id] for host_id in sorted(grouped)}
 
 
-def _count_inlinks(referrers: dict[int, set[str]]) -> None:
+def _count_inlinks(referrers: dict[int, set[str]], result: AdmitResult) -> None:
     """Known URLs found from hosts this process had not counted for them: one UPDATE for
     the batch raises their score, and their hosts' bands with it."""
     raised = bulk.add_inlinks({key: len(hosts) for key, hosts in referrers.items() if hosts},
                               settings.CRAWLER_SCORE_INLINK_HOST, settings.CRAWLER_SCORE_INLINK_HOSTS_MAX)
+    _raised(raised, result)
+
+
+def _raised(raised: list[tuple[int, int]], result: AdmitResult) -> None:
+    """(host id, new score) of waiting URLs whose score rose: their hosts' bands rise with
+    them, and the batch's result names them."""
     bands = {}
     for host_id, priority in raised:
         bands[host_id] = min(bands.get(host_id, 2), importance.band(priority))
+        result.raise_to(host_id, priority)
     bulk.raise_host_bands(bands)
 
 
@@ -236,6 +261,10 @@ class _PairsSeen:
         self.pairs: set = set()
         self.lock = threading.Lock()
 
+    def clear(self) -> None:
+        with self.lock:
+            self.pairs = set()
+
     def new(self, pair) -> bool:
         with self.lock:
             if pair in self.pairs:
@@ -247,19 +276,23 @@ class _PairsSeen:
 
 
 _inlinks = _PairsSeen()
+_site_inlinks = _PairsSeen()  # (origin, referring origin)
 
 
-def _update_known(existing: dict[int, tuple[int, str, str]], best: dict[int, tuple]) -> None:
+def _update_known(existing: dict[int, tuple[int, str, str, int]], best: dict[int, tuple], result: AdmitResult) -> None:
     """Rows that were there before: a URL still waiting that was found again by a shorter
-    path gets that depth (its links deserve it), and one found under other scopes gains
-    them (its links are judged by all)."""
-    shallower, widened = defaultdict(list), defaultdict(list)
-    for key, (depth, keys, state) in sorted(existing.items()):
+    path gets that depth (its links deserve it), one found under other scopes gains them
+    (its links are judged by all), and one a sitemap lists (again, or with a higher
+    <priority>) gains that hint (a sitemap is often read after the pages linked its URLs)."""
+    shallower, widened, hinted = defaultdict(list), defaultdict(list), defaultdict(list)
+    for key, (depth, keys, state, hint) in sorted(existing.items()):
         if state != UrlState.QUEUED:
             continue
         cand = best[key][1]
         if cand.depth < depth:
             shallower[cand.depth].append(key)
+        if cand.hint > hint:
+            hinted[cand.hint].append(key)
         merged = scope.merge_keys(keys, cand.scopes)
         if merged != keys:
             widened[(keys, merged)].append(key)
@@ -268,6 +301,8 @@ def _update_known(existing: dict[int, tuple[int, str, str]], best: dict[int, tup
             depth=depth, priority=F("priority") + settings.CRAWLER_SCORE_DEPTH * (depth - F("depth")))
     for (keys, merged), url_keys in sorted(widened.items()):
         Url.objects.filter(url_key__in=url_keys, state=UrlState.QUEUED, scopes=keys).update(scopes=merged)
+    if hinted:  # the score's hint part moves with the hint
+        _raised(bulk.raise_hints(hinted), result)
 
 
 class _HostCache:
@@ -361,6 +396,8 @@ def forget_caches() -> None:
     """Tests, and whoever changed hosts or URLs behind this process's back."""
     seen.forget()
     _hosts_known.clear()
+    _inlinks.clear()
+    _site_inlinks.clear()
 
 
 def default_scope() -> ScopeSpec:

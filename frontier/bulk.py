@@ -19,16 +19,17 @@ from .models import Host, Seed, ServerAddress, Url
 # The URL columns a new link brings; every other column takes its model default.
 LINK_COLUMNS = ("url_key", "url", "host_id", "depth", "redirect_hops", "priority", "referrer_id", "scopes", "kind",
                 "inlink_hosts", "hint")
-_DEPTH, _SCOPES = LINK_COLUMNS.index("depth"), LINK_COLUMNS.index("scopes")
+_DEPTH, _SCOPES, _HINT = LINK_COLUMNS.index("depth"), LINK_COLUMNS.index("scopes"), LINK_COLUMNS.index("hint")
 _URLS, _HOSTS, _ADDRESSES = Url._meta.db_table, Host._meta.db_table, ServerAddress._meta.db_table
 _SEEDS = Seed._meta.db_table
 
 
-def insert_urls(rows: list[tuple]) -> tuple[set[int], dict[int, tuple[int, str, str]]]:
+def insert_urls(rows: list[tuple]) -> tuple[set[int], dict[int, tuple[int, str, str, int]]]:
     """Insert new URLs, rows of LINK_COLUMNS, skipping the keys the frontier has.
 
-    Returns (keys inserted, {key: (depth, scopes, state)} of rows that were there before
-    and may need a change: known deeper, or under other scopes). On PostgreSQL that is one
+    Returns (keys inserted, {key: (depth, scopes, state, hint)} of rows that were there
+    before and may need a change: known deeper, under other scopes, or with a smaller
+    sitemap hint than this listing gives). On PostgreSQL that is one
     statement: the insert, and a look at the rows it did not insert, in one snapshot."""
     if not rows:
         return set(), {}
@@ -47,15 +48,15 @@ def _insert_urls_postgres(rows: list[tuple]) -> tuple[set[int], dict]:
             INSERT INTO {_URLS} ({names}, {", ".join(columns)})
             SELECT {names}, {typed(Url, columns)} FROM input ORDER BY url_key
             ON CONFLICT (url_key) DO NOTHING RETURNING url_key)
-        SELECT url_key, NULL, NULL, NULL FROM added
+        SELECT url_key, NULL, NULL, NULL, NULL FROM added
         UNION ALL
-        SELECT u.url_key, u.depth, u.scopes, u.state FROM {_URLS} u JOIN input i USING (url_key)
-        WHERE u.depth > i.depth OR u.scopes <> i.scopes"""
+        SELECT u.url_key, u.depth, u.scopes, u.state, u.hint FROM {_URLS} u JOIN input i USING (url_key)
+        WHERE u.depth > i.depth OR u.scopes <> i.scopes OR u.hint < i.hint"""
     with connection.cursor() as cursor:
         cursor.execute(sql, [list(column) for column in zip(*rows)] + values)
         found = cursor.fetchall()
-    inserted = {key for key, depth, _, _ in found if depth is None}
-    existing = {key: (depth, scopes, state) for key, depth, scopes, state in found if depth is not None}
+    inserted = {key for key, depth, *_ in found if depth is None}
+    existing = {key: tuple(rest) for key, *rest in found if rest[0] is not None}
     return inserted, existing
 
 
@@ -65,11 +66,12 @@ def _insert_urls_sqlite(rows: list[tuple]) -> tuple[set[int], dict]:
     existing, candidates = {}, {row[0]: row for row in rows}
     with connection.cursor() as cursor:
         for chunk in in_chunks(list(candidates)):
-            cursor.execute(f"SELECT url_key, depth, scopes, state FROM {_URLS} WHERE url_key IN ({marks(len(chunk))})",
-                           chunk)
-            for key, depth, scopes, state in cursor.fetchall():
+            cursor.execute(f"SELECT url_key, depth, scopes, state, hint FROM {_URLS} "
+                           f"WHERE url_key IN ({marks(len(chunk))})", chunk)
+            for key, depth, scopes, state, hint in cursor.fetchall():
                 row = candidates[key]
-                existing[key] = (depth, scopes, state) if depth > row[_DEPTH] or scopes != row[_SCOPES] else None
+                changed = depth > row[_DEPTH] or scopes != row[_SCOPES] or hint < row[_HINT]
+                existing[key] = (depth, scopes, state, hint) if changed else None
         fresh = [row for row in rows if row[0] not in existing]
         if fresh:
             columns, values = defaults(Url, LINK_COLUMNS)
@@ -244,6 +246,55 @@ def add_inlinks(new_hosts: dict[int, int], points: int, cap: int) -> list[tuple[
                         RETURNING host_id, priority""", chunk)
                 found.extend(cursor.fetchall())
     return found
+
+
+def raise_hints(hinted: dict[int, list[int]]) -> list[tuple[int, int]]:
+    """Waiting URLs a sitemap lists ({hint: url keys}) take that hint where it is higher
+    than theirs, their score moving with it; returns (host id, new score) of those raised.
+    Rows another writer holds are skipped on PostgreSQL, as in add_inlinks."""
+    found = []
+    with connection.cursor() as cursor:
+        for hint, keys in sorted(hinted.items()):
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    f"""WITH locked AS (SELECT id FROM {_URLS} WHERE url_key = ANY(%s) AND state = 'queued'
+                                        AND hint < %s ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)
+                        UPDATE {_URLS} SET priority = LEAST(priority + (%s - hint), 30000), hint = %s
+                        WHERE id = ANY(ARRAY(SELECT id FROM locked)) RETURNING host_id, priority""",
+                    [sorted(keys), hint, hint, hint])
+                found.extend(cursor.fetchall())
+                continue
+            for chunk in in_chunks(sorted(keys)):
+                cursor.execute(
+                    f"""UPDATE {_URLS} SET priority = MIN(priority + (%s - hint), 30000), hint = %s
+                        WHERE url_key IN ({marks(len(chunk))}) AND state = 'queued' AND hint < %s
+                        RETURNING host_id, priority""", [hint, hint, *chunk, hint])
+                found.extend(cursor.fetchall())
+    return found
+
+
+def add_host_inlinks(new_hosts: dict[str, int]) -> None:
+    """Count newly seen referring hosts of hosts ({origin: how many}). One statement per
+    distinct count, the rows found by their unique origin. On PostgreSQL a host row another
+    writer holds is skipped, not waited for (a host's standing is a hint; waiting would
+    order these locks against the lease writes)."""
+    if not new_hosts:
+        return
+    by_count: dict[int, list[str]] = {}
+    for origin, n in sorted(new_hosts.items()):
+        by_count.setdefault(n, []).append(origin)
+    with connection.cursor() as cursor:
+        for n, origins in sorted(by_count.items()):
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    f"""WITH locked AS (SELECT id FROM {_HOSTS} WHERE origin = ANY(%s) ORDER BY id
+                                        FOR NO KEY UPDATE SKIP LOCKED)
+                        UPDATE {_HOSTS} SET inlink_hosts = inlink_hosts + %s
+                        WHERE id = ANY(ARRAY(SELECT id FROM locked))""", [origins, n])
+                continue
+            for chunk in in_chunks(origins):
+                cursor.execute(f"UPDATE {_HOSTS} SET inlink_hosts = inlink_hosts + %s WHERE origin IN "
+                               f"({marks(len(chunk))})", [n, *chunk])
 
 
 def raise_host_bands(bands: dict[int, int]) -> None:

@@ -12,11 +12,19 @@ many inlinks early; Baeza-Yates et al. 2005: in-link counts from other sites bea
   to CRAWLER_SCORE_INLINK_HOSTS_MAX (5): the web's own vote, counted once per host so a
   site linking a page from every page does not count more than once;
 * a sitemap hint (`hint`): listed in a sitemap, +10, and its <priority> × 20;
-* an operator-trusted domain (TrustedDomain): its weight.
+* an operator-trusted domain (TrustedDomain): its weight;
+* when hosts compete (more sessions due than a crawling process has fetch threads), the
+  host's standing too: CRAWLER_SCORE_SITE_INLINK_HOST (6) × log2(1 + distinct other hosts
+  linking to any of its pages) (`Host.inlink_hosts`, `site_points`): the pages that gather
+  a site's rank are its home, sections and popular pages, which other sites rarely link
+  one by one (Baeza-Yates et al. 2005: larger, better-linked sites first). Not stored on
+  the URL (the host's standing grows after its URLs are admitted); added where sessions
+  are ordered.
 
 Kept up to date at admission with no query per link: a new URL gets its parts from the
 candidate; a known URL found from a host not counted yet (a per-process set of pairs)
-gains CRAWLER_SCORE_INLINK_HOST in one set-based UPDATE per batch. Each part is stored or
+gains CRAWLER_SCORE_INLINK_HOST in one set-based UPDATE per batch, and a host linked from a
+host not counted yet for it (another set of pairs) gains one in its `inlink_hosts`. Each part is stored or
 derivable (depth, inlink_hosts, hint, the URL, the trusted list), so the admin shows why a
 URL ranks where it does (`parts`).
 
@@ -26,6 +34,7 @@ CRAWLER_DISPATCH_SHARES_LOADED (80/15/5) when the frontier is under load, handin
 band's unused share on, so no band starves.
 """
 
+import math
 import random
 import threading
 import time
@@ -67,6 +76,14 @@ def place_points(url: str) -> int:
 
 def inlink_points(inlink_hosts: int) -> int:
     return settings.CRAWLER_SCORE_INLINK_HOST * min(inlink_hosts, settings.CRAWLER_SCORE_INLINK_HOSTS_MAX)
+
+
+def site_points(host_inlink_hosts: int) -> int:
+    """A host's standing (the sessions' draw in fetch/engine.py): CRAWLER_SCORE_SITE_INLINK_HOST
+    × log2(1 + the distinct other hosts seen linking to its pages). Logarithmic: the first
+    hosts that link a site say most; a site linked from the whole web does not drown every
+    other part of the score."""
+    return round(settings.CRAWLER_SCORE_SITE_INLINK_HOST * math.log2(1 + max(0, host_inlink_hosts)))
 
 
 def sitemap_hint(priority: float | None) -> int:

@@ -45,6 +45,7 @@ class HostView:
     response_time: float | None = None
     failures: int = 0
     tls_fingerprint: str = ""  # the certificate it showed last (gemini://)
+    inlink_hosts: int = 0  # distinct other hosts seen linking to it (its standing)
 
 
 @stagetime.timed("leases")
@@ -209,7 +210,7 @@ def begin_lease(host_id: int, token: str) -> HostView | None:
 
 
 _HOST_VIEW_FIELDS = ("id", "origin", "crawl_delay", "robots_status", "robots_body", "robots_error", "robots_fetched_at",
-                     "robots_expires_at", "address", "response_time", "failures", "tls_fingerprint")
+                     "robots_expires_at", "address", "response_time", "failures", "tls_fingerprint", "inlink_hosts")
 
 
 @stagetime.timed("leases")
@@ -316,12 +317,15 @@ def release_hosts(ended: list[tuple[int, str, str, HostUpdate]]) -> set[int]:
 
 
 @stagetime.timed("leases")
-def more_urls(host_id: int, token: str, taken: frozenset, limit: int) -> list[QueuedUrl]:
-    """A running session's next URLs: its host's best due URLs that it has not had, as
-    long as its lease holds (fetch/session.py: one visit, one connection)."""
+def more_urls(host_id: int, token: str, taken: frozenset, limit: int, above: int | None = None) -> list[QueuedUrl]:
+    """A running session's next URLs: its host's best due URLs that it has not had (only
+    those scoring above `above`, when given: better than what it carries), as long as its
+    lease holds (fetch/session.py: one visit, one connection)."""
     if limit <= 0 or not Host.objects.filter(id=host_id, lease_owner=token).exists():
         return []
-    rows = (Url.objects.filter(host_id=host_id, state=UrlState.QUEUED, next_fetch_at__lte=timezone.now())
-            .exclude(id__in=list(taken)).order_by("-priority", "id").values_list(*QUEUED_FIELDS)[:limit])
+    urls = Url.objects.filter(host_id=host_id, state=UrlState.QUEUED, next_fetch_at__lte=timezone.now())
+    if above is not None:
+        urls = urls.filter(priority__gt=above)  # a range of url_host_queue: nearly always empty, and cheap
+    rows = urls.exclude(id__in=list(taken)).order_by("-priority", "id").values_list(*QUEUED_FIELDS)[:limit]
     return [QueuedUrl(*row) for row in rows]
 

@@ -36,6 +36,8 @@ class Host(models.Model):
     robots_sitemaps = models.TextField(blank=True, default="", db_default="", help_text="Sitemap: URLs the robots.txt lists, "
                                        "one per line (collected, not crawled yet)")
     url_count = models.IntegerField(default=0, help_text="URLs admitted (per-host quota)")
+    inlink_hosts = models.IntegerField(default=0, db_default=0, help_text="distinct other hosts seen linking to "
+                                       "its pages: its standing when hosts compete (frontier/importance.py)")
     # The registered domain (eTLD+1), for the per-domain quota: a trap of endless subdomains
     # is one domain. "" for hosts the previous release created (no domain quota for them).
     domain = models.CharField(max_length=253, blank=True, default="", db_default="", db_index=True,

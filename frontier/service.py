@@ -56,6 +56,7 @@ from .export import url_count, url_rows
 from .hoststate import WAIT_REASON_TEXT, HostState, state_of as host_state
 from .importance import band as score_band
 from .importance import shares as band_shares
+from .importance import site_points
 from .importance import sitemap_hint
 from .pacing import STORE_FAILED, store_failure_pause
 from .normalize import origin_of
@@ -123,6 +124,7 @@ __all__ = [
     # leases and sessions
     "HostUpdate", "HostView", "Lease", "begin_lease", "begin_leases", "claim_address", "lease_ready_hosts", "more_urls",
     "release_host", "release_hosts", "release_leases_of", "renew_leases", "score_band", "band_shares",
+    "site_points",
     # records
     "MAX_SITEMAPS", "QueuedUrl", "UrlKind", "queued_urls", "record_fetch", "record_fetches", "requeue_dead_letters",
     "save_robots", "settle_unstorable", "record_certificate",

@@ -198,10 +198,11 @@ def count_yield(pages: list[tuple[str, bool, str]]) -> list[str]:
 
 def _mirrors(collapsed: list[str], partners: dict[str, str]) -> list[str]:
     """Which hosts to stop of those whose pages are mostly shared with other hosts, judged
-    in a batch that shows whom they share with: a host and its partner both mostly shared
-    are a mirror pair, and the one the crawl found later (the higher host id) is the
-    mirror, whichever stored the texts first; a host mostly shared with a partner that is
-    not (a site that quotes it among much of its own) is the copy itself."""
+    in a batch that shows whom they share with. Only ever the one of two the crawl found
+    later (the higher host id), whichever stored the shared texts first: a host mostly
+    shared with one found before it is its copy; a host found first is never stopped as
+    the mirror of a later one — the later one is, once it is mostly shared too (a mirror
+    crawled ahead of its original waits until the original's copies show it)."""
     known = [h for h in collapsed if h in partners]
     if not known:
         return []
@@ -215,10 +216,12 @@ def _mirrors(collapsed: list[str], partners: dict[str, str]) -> list[str]:
         n, new, stopped_at, allowed = rows.get(partner, (0, 0, None, False))
         if stopped_at is not None:
             continue  # its partner is already the mirror
-        if _collapsed(partner, n, new):
-            mirror = host if found.get(host, 0) > found.get(partner, 0) else partner
+        if found.get(host, 0) > found.get(partner, 0):
+            mirror = host  # it shares its texts with a host found before it: the copy
+        elif _collapsed(partner, n, new):
+            mirror = partner  # a pair both mostly shared: the one found later
         else:
-            mirror = host
+            continue  # its partner came later and is mostly its own (or not judged yet): wait
         if not rows.get(mirror, (0, 0, None, True))[3]:  # an operator resumed it: never again
             mirrors.add(mirror)
     return sorted(mirrors)

@@ -72,6 +72,31 @@ def test_admission_scores_new_urls_and_counts_each_other_host_once():
     assert (url("http://a.test/new").depth, url("http://a.test/new").priority) == (1, -10 + 10 + 24)
 
 
+def test_a_hosts_standing_counts_each_other_host_linking_to_any_of_its_pages_once(admin_client):
+    service.add_seeds(["http://a.test/"], service.ScopeSpec("web"))
+    links = [service.Candidate(f"http://a.test/p{i}", 2, via=via)
+             for i, via in enumerate(["http://a.test", "http://b.test", "http://b.test", "http://c.test"])]
+    service.add_urls(links[:2])
+    service.add_urls(links[2:] + [service.Candidate("http://new.test/x", 2, via="http://b.test")])
+    # b.test counted once (two pages, two batches), c.test once, its own links not at all;
+    # a host first met in the batch counts too.
+    assert Host.objects.get(origin="http://a.test").inlink_hosts == 2
+    assert Host.objects.get(origin="http://new.test").inlink_hosts == 1
+    assert [importance.site_points(n) for n in (0, 1, 3, 7, 63)] == [0, 6, 12, 18, 36]
+    # A session of the host orders by its next URL's score plus the host's standing, and
+    # the admin says so.
+    from fetch.session import HostSession
+
+    lease = next(lease for lease in service.lease_ready_hosts("test", 10)
+                 if lease.host_id == Host.objects.get(origin="http://a.test").id)
+    view = service.begin_leases([(lease.host_id, lease.token)])[lease.host_id]
+    session = HostSession(lease, view, service.queued_urls(lease.url_ids), sink=lambda event: None)
+    assert (view.inlink_hosts, session.urls[0].url, session.next_score()) == (2, "http://a.test/", 40 + 10)
+    session.connection.close()
+    page = admin_client.get(f"/admin/frontier/url/{url('http://a.test/p1').id}/change/").content.decode()
+    assert "its host&#x27;s standing (2 other hosts link to its pages): +10" in page
+
+
 def test_a_host_band_rises_with_its_best_url_and_falls_as_sessions_take_them():
     service.add_urls([service.Candidate("http://h.test/x/y/z", 5)])
     host = Host.objects.get(origin="http://h.test")
@@ -164,3 +189,24 @@ def test_the_engine_serves_the_best_due_sessions_first_by_band_draw_without_star
     # 7 due sessions >= 4 threads: the loaded shares, 80/15/5.
     share = {band: drawn[band] / 3000 for band in ("hig", "mid", "low")}
     assert 0.76 <= share["hig"] <= 0.84 and 0.12 <= share["mid"] <= 0.18 and 0.03 <= share["low"] <= 0.07
+
+
+def test_a_waiting_url_a_sitemap_lists_later_gains_its_hint_even_when_the_seen_cache_knows_it():
+    """Pages often link a URL before the host's sitemap is read: the listing still counts."""
+    service.add_urls([service.Candidate("http://a.test/s/p7.html", 2, via="http://a.test")])
+    before = url("http://a.test/s/p7.html")
+    assert (before.priority, before.hint) == (-20, 0)
+    from frontier import seen
+    from frontier.normalize import normalize
+
+    key = normalize("http://a.test/s/p7.html").key
+    seen.remember([(key, before.scopes, 2)])  # as after a commit: links to it stop at the cache
+    assert seen.unknown([(key, before.scopes, 2)]) == [False]
+    hint = service.sitemap_hint(1.0)
+    result = service.add_urls([service.Candidate("http://a.test/s/p7.html", 2, hint=hint)])  # from the sitemap
+    after = url("http://a.test/s/p7.html")
+    assert (result.admitted, after.hint, after.priority) == (0, hint, -20 + hint)
+    # Listed again with a lower <priority>: nothing moves; found again by a link: nothing either.
+    service.add_urls([service.Candidate("http://a.test/s/p7.html", 2, hint=service.sitemap_hint(0.1))])
+    service.add_urls([service.Candidate("http://a.test/s/p7.html", 2)])
+    assert (url("http://a.test/s/p7.html").hint, url("http://a.test/s/p7.html").priority) == (hint, -20 + hint)

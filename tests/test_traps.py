@@ -121,12 +121,15 @@ def test_a_mirror_crawled_ahead_of_its_original_is_still_the_one_stopped(setting
     assert not Url.objects.filter(url__startswith=ORIGIN, state="excluded").exists()
 
 
-def test_a_site_whose_few_pages_another_site_quotes_among_its_own_is_the_copy(settings):
+def test_a_host_found_first_is_never_stopped_as_the_mirror_of_a_later_one(settings):
+    """The later host quotes the first one's pages among many of its own: the first is
+    mostly shared, the later is not; neither is stopped (the first is not its copy)."""
     settings.CRAWLER_MIRROR_MIN_PAGES, settings.CRAWLER_MIRROR_MIN_SHARE, settings.CRAWLER_TRAP_MIN_PAGES = 5, 0.8, 0
-    service.add_urls([service.Candidate(f"{ORIGIN}/p{i}", 1) for i in range(30)])
+    service.add_urls([service.Candidate(f"{ORIGIN}/p{i}", 1) for i in range(30)])  # found first
     service.add_urls([service.Candidate(f"{MIRROR}/p{i}", 1) for i in range(30)])
-    traps.count_yield([(f"{ORIGIN}/own{i}", True, "") for i in range(40)])  # the big site, mostly its own
-    assert traps.count_yield([(f"{MIRROR}/p{i}", False, ORIGIN) for i in range(5)]) == [MIRROR]
+    traps.count_yield([(f"{MIRROR}/own{i}", True, "") for i in range(40)])  # the later, mostly its own
+    assert traps.count_yield([(f"{ORIGIN}/p{i}", False, MIRROR) for i in range(5)]) == []
+    assert not UrlPattern.objects.filter(stopped_at__isnull=False).exists()
 
 
 def test_a_host_that_shows_a_trap_has_its_other_patterns_judged_at_once(settings):
