@@ -210,3 +210,38 @@ def test_a_waiting_url_a_sitemap_lists_later_gains_its_hint_even_when_the_seen_c
     service.add_urls([service.Candidate("http://a.test/s/p7.html", 2, hint=service.sitemap_hint(0.1))])
     service.add_urls([service.Candidate("http://a.test/s/p7.html", 2)])
     assert (url("http://a.test/s/p7.html").hint, url("http://a.test/s/p7.html").priority) == (hint, -20 + hint)
+
+
+def test_a_session_swaps_in_its_hosts_better_urls_when_its_process_stores_one(settings):
+    """A URL found (or raised) while a session works through its list does not wait for the
+    list's end: the session asks for its host's best, swaps them in, and lets its worst go."""
+    from fetch.session import HostSession, MoreUrlsWanted
+
+    settings.CRAWLER_SESSION_REFRESH_URLS, settings.CRAWLER_SESSION_MAX_URLS = 3, 6
+    lease = service.Lease(host_id=1, token="t", url_ids=[], origin="http://a.test")
+    view = service.HostView(1, "http://a.test", None, 404, "", "", None, None)
+    carried = [service.QueuedUrl(i, f"http://a.test/{i}", 2, 0, 0, "", priority=p)
+               for i, p in zip(range(1, 7), (30, 20, 10, 0, -10, -20))]
+    sent = []
+    session = HostSession(lease, view, carried, sink=sent.append)
+    session.urls.popleft()  # one fetched: id 1 is done
+    session.offered(5)  # above the third it fetches next (20, 10, 0): it would be among them
+    assert session.refresh_wanted
+    session.refresh_wanted = False
+    session.offered(-5)  # not among the next three (20, 10, 0)
+    assert not session.refresh_wanted
+    session.offered(15)
+    session._refresh()
+    asked = sent[-1]
+    assert isinstance(asked, MoreUrlsWanted) and (asked.taken, asked.limit, asked.above) == (frozenset({1}), 3, -20)
+    session._refresh()  # one question at a time
+    assert len(sent) == 1
+    # The answer: a new URL (15), one it carries whose score rose (id 5: -10 -> 25), and the
+    # one it fetched already (never again).
+    session.better.append([service.QueuedUrl(9, "http://a.test/9", 2, 0, 0, "", priority=15),
+                           service.QueuedUrl(5, "http://a.test/5", 2, 0, 0, "", priority=25),
+                           service.QueuedUrl(1, "http://a.test/1", 2, 0, 0, "", priority=30)])
+    session._swap_in_better()
+    assert [queued.id for queued in session.urls] == [5, 2, 9, 3, 4]  # the worst (id 6, -20) let go
+    assert session.taken == {1, 2, 3, 4, 5, 9} and not session.refreshing
+    session.connection.close()
