@@ -126,6 +126,9 @@ def run(config: HarvestConfig, modes: list[str], timeout: float, repeat: int = 1
         harvests = [row["harvest"] for row in rows]
         results[mode] = rows[-1] | {"harvest": round(sum(harvests) / len(harvests), 3),
                                     "harvest_range": [min(harvests), max(harvests)], "runs": len(rows)}
+        for name in ("trap_requests_past_depth", "mirror_after_first_copy"):  # every run's, not the last one's
+            values = [row[name] for row in rows]
+            results[mode][name] = values[0] if len(set(values)) == 1 else f"{min(values)}–{max(values)}"
     return results
 
 
@@ -157,7 +160,8 @@ def report(results: dict) -> str:
         lines.append(f"| {mode} | " + " | ".join(str(row.get(c, "")) for c in columns) + " |")
     if "ours" in results and "breadth-first" in results and results["breadth-first"]["harvest"]:
         lines.append(f"\nharvest, ours ÷ breadth-first: {results['ours']['harvest'] / results['breadth-first']['harvest']:.2f}"
-                     f" (means of {results['ours']['runs']} runs; the other figures: the last run); the most any order"
+                     f" (means of {results['ours']['runs']} runs; trap and mirror after its first copy: every run's"
+                     f" range; the other figures: the last run); the most any order"
                      f" could reach on this web: {1 / results['breadth-first']['harvest']:.2f}")
     return "\n".join(lines)
 
