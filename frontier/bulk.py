@@ -219,58 +219,53 @@ def add_inlinks(new_hosts: dict[int, int], points: int, cap: int) -> list[tuple[
     """Count newly seen referring hosts of waiting URLs ({url_key: how many}) and raise their
     score by `points` each, up to `cap` hosts; returns (host id, new score) of the URLs
     raised, for their hosts' bands. One statement per distinct count (nearly always one:
-    a single new host), the rows found by their unique key. On PostgreSQL a row another
-    writer holds is skipped, not waited for: it is being recorded as fetched, and its score
-    no longer matters."""
-    if not new_hosts:
-        return []
+    a single new host), the rows found by their unique key."""
     by_count: dict[int, list[int]] = {}
     for key, n in sorted(new_hosts.items()):
         by_count.setdefault(n, []).append(key)
     found = []
-    with connection.cursor() as cursor:
-        for n, keys in sorted(by_count.items()):
-            gain = f"{points} * (CASE WHEN inlink_hosts + {n} < {cap} THEN inlink_hosts + {n} ELSE {cap} END - inlink_hosts)"
-            if connection.vendor == "postgresql":
-                cursor.execute(
-                    f"""WITH locked AS (SELECT id FROM {_URLS} WHERE url_key = ANY(%s) AND state = 'queued'
-                                        AND inlink_hosts < {cap} ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)
-                        UPDATE {_URLS} SET priority = LEAST(priority + {gain}, 30000), inlink_hosts = inlink_hosts + {n}
-                        WHERE id = ANY(ARRAY(SELECT id FROM locked)) RETURNING host_id, priority""", [keys])
-                found.extend(cursor.fetchall())
-                continue
-            for chunk in in_chunks(keys):  # SQLite: one writer
-                cursor.execute(
-                    f"""UPDATE {_URLS} SET priority = MIN(priority + {gain}, 30000), inlink_hosts = inlink_hosts + {n}
-                        WHERE url_key IN ({marks(len(chunk))}) AND state = 'queued' AND inlink_hosts < {cap}
-                        RETURNING host_id, priority""", chunk)
-                found.extend(cursor.fetchall())
+    for n, keys in sorted(by_count.items()):
+        gain = f"{points} * (CASE WHEN inlink_hosts + {n} < {cap} THEN inlink_hosts + {n} ELSE {cap} END - inlink_hosts)"
+        found += _raise_waiting(keys, f"priority = {{least}}(priority + {gain}, 30000), inlink_hosts = inlink_hosts + {n}",
+                                [], f"inlink_hosts < {cap}", [])
     return found
 
 
 def raise_hints(hinted: dict[int, list[int]]) -> list[tuple[int, int]]:
     """Waiting URLs a sitemap lists ({hint: url keys}) take that hint where it is higher
-    than theirs, their score moving with it; returns (host id, new score) of those raised.
-    Rows another writer holds are skipped on PostgreSQL, as in add_inlinks."""
+    than theirs, their score moving with it; returns (host id, new score) of those raised."""
     found = []
-    with connection.cursor() as cursor:
-        for hint, keys in sorted(hinted.items()):
-            if connection.vendor == "postgresql":
-                cursor.execute(
-                    f"""WITH locked AS (SELECT id FROM {_URLS} WHERE url_key = ANY(%s) AND state = 'queued'
-                                        AND hint < %s ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)
-                        UPDATE {_URLS} SET priority = LEAST(priority + (%s - hint), 30000), hint = %s
-                        WHERE id = ANY(ARRAY(SELECT id FROM locked)) RETURNING host_id, priority""",
-                    [sorted(keys), hint, hint, hint])
-                found.extend(cursor.fetchall())
-                continue
-            for chunk in in_chunks(sorted(keys)):
-                cursor.execute(
-                    f"""UPDATE {_URLS} SET priority = MIN(priority + (%s - hint), 30000), hint = %s
-                        WHERE url_key IN ({marks(len(chunk))}) AND state = 'queued' AND hint < %s
-                        RETURNING host_id, priority""", [hint, hint, *chunk, hint])
-                found.extend(cursor.fetchall())
+    for hint, keys in sorted(hinted.items()):
+        found += _raise_waiting(sorted(keys), "priority = {least}(priority + (%s - hint), 30000), hint = %s",
+                                [hint, hint], "hint < %s", [hint])
     return found
+
+
+def _raise_waiting(keys: list[int], assignments: str, assignment_params: list, condition: str,
+                   condition_params: list) -> list[tuple[int, int]]:
+    """UPDATE the waiting URLs of these keys where `condition` holds with `assignments`
+    ({least}: the backend's two-argument minimum); returns (host id, new score) of each.
+    On PostgreSQL a row another writer holds is skipped, not waited for: it is being
+    recorded as fetched, and its score no longer matters."""
+    if not keys:
+        return []
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"""WITH locked AS (SELECT id FROM {_URLS} WHERE url_key = ANY(%s) AND state = 'queued'
+                                    AND {condition} ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)
+                    UPDATE {_URLS} SET {assignments.format(least="LEAST")}
+                    WHERE id = ANY(ARRAY(SELECT id FROM locked)) RETURNING host_id, priority""",
+                [keys, *condition_params, *assignment_params])
+            return cursor.fetchall()
+        found = []
+        for chunk in in_chunks(keys):  # SQLite: one writer
+            cursor.execute(
+                f"""UPDATE {_URLS} SET {assignments.format(least="MIN")}
+                    WHERE url_key IN ({marks(len(chunk))}) AND state = 'queued' AND {condition}
+                    RETURNING host_id, priority""", [*assignment_params, *chunk, *condition_params])
+            found.extend(cursor.fetchall())
+        return found
 
 
 def add_host_inlinks(new_hosts: dict[str, int]) -> None:

@@ -320,8 +320,9 @@ def release_hosts(ended: list[tuple[int, str, str, HostUpdate]]) -> set[int]:
 def more_urls(host_id: int, token: str, taken: frozenset, limit: int, above: int | None = None) -> list[QueuedUrl]:
     """A running session's next URLs: its host's best due URLs that it has not had (only
     those scoring above `above`, when given: better than what it carries), as long as its
-    lease holds (fetch/session.py: one visit, one connection)."""
-    if limit <= 0 or not Host.objects.filter(id=host_id, lease_owner=token).exists():
+    lease holds (fetch/session.py: one visit, one connection). A refresh (`above` given)
+    skips the lease query: the session checks its lease before each request anyway."""
+    if limit <= 0 or (above is None and not Host.objects.filter(id=host_id, lease_owner=token).exists()):
         return []
     urls = Url.objects.filter(host_id=host_id, state=UrlState.QUEUED, next_fetch_at__lte=timezone.now())
     if above is not None:

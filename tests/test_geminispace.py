@@ -25,6 +25,8 @@ from bench.geminispace import (HOSTILE, SPECIALS, Entry, GeminiSpace, SpaceConfi
                                geminispace, read_log, run_server)
 from indexer.gemtext import parse_gemtext
 
+from .crawl_helpers import wait_until
+
 pytestmark = pytest.mark.backend_free  # a server and a parser: no database in them
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -419,10 +421,8 @@ def test_it_stops_at_once_with_connections_open_and_leaves_nothing_behind():
         for thread in waiting:
             thread.start()
         fetch(running.roots[0])
-        deadline = time.monotonic() + TIMEOUT  # until the server holds the hostile connections open
-        while len(running._server.writers) < 2:
-            assert time.monotonic() < deadline, "the hostile connections never reached the server"
-            time.sleep(0.02)
+        wait_until(lambda: len(running._server.writers) >= 2, TIMEOUT,
+                   "the server to hold the hostile connections open")
         assert f"geminispace-{running.port}" in [t.name for t in threading.enumerate()]
         root = running.roots[0]
         started = time.monotonic()
