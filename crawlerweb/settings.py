@@ -463,11 +463,11 @@ CRAWLER_METRICS_SAMPLE_SECONDS = envfloat("CRAWLER_METRICS_SAMPLE_SECONDS", 15.0
 # 50-page site after its first copy (make bench-harvest). 0 = off.
 CRAWLER_MIRROR_MIN_PAGES = envint("CRAWLER_MIRROR_MIN_PAGES", 4)
 CRAWLER_MIRROR_MIN_SHARE = envfloat("CRAWLER_MIRROR_MIN_SHARE", 0.8)
-# Duplicates across URLs by text (indexer/neardup.py): a page whose normalized text is an
-# indexed page's (0, the default) or within this many SimHash bits of it is stored as its
-# duplicate and not indexed; -1 = off. More than 0 is not advised yet: our SimHash makes long
-# texts of one language look alike (indexer/neardup.py says why). At most 4.
-CRAWLER_NEAR_DUPLICATE_BITS = envint("CRAWLER_NEAR_DUPLICATE_BITS", 0, minimum=-1, maximum=4)
+# Duplicates across URLs by text (indexer/neardup.py): a page whose normalized text is within
+# this many SimHash bits of an indexed page's (3, about 1 % of its word pairs; Manku et al.'s
+# choice for near-duplicate web pages) is stored as its duplicate and not indexed; 0 = the
+# same normalized text only, -1 = off. At most 4.
+CRAWLER_NEAR_DUPLICATE_BITS = envint("CRAWLER_NEAR_DUPLICATE_BITS", 3, minimum=-1, maximum=4)
 # Texts shorter than this many words are not compared (too little to tell a copy).
 CRAWLER_NEAR_DUPLICATE_MIN_WORDS = envint("CRAWLER_NEAR_DUPLICATE_MIN_WORDS", 50)
 # Worker processes that parse and analyse pages for a crawling process (fetch/parsepool.py):

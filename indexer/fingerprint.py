@@ -37,10 +37,11 @@ characters as spaces and digits as "0", or left alone when that is itself; zeros
 squeezed and bytes.split() cuts the words. Pages with more than _REPLACE_AT_MOST characters
 to replace (Cyrillic capitals...) use the regular expressions themselves.
 
-SimHash features: word bigrams, each weighted by its count. Each word position contributes
-the bigram (previous word, word), with start and end markers, so a text of n words has n + 1
+SimHash features: word bigrams, each DISTINCT bigram once. Each word position gives the bigram
+(previous word, word), with start and end markers, so a text of n words has at most n + 1
 features and a one-word text still has a SimHash. Why bigrams and not single words, mean
-Hamming distance over 100 seeded pages (the tests' generator, a Zipf-like vocabulary):
+Hamming distance over 100 seeded pages (the tests' generator, a Zipf-like vocabulary;
+features weighted by their counts, as this module first did):
 
                                    words   words+bigrams   bigrams
     rotating 1-2 word ad, 300 w     1.0        1.4           2.4
@@ -54,10 +55,21 @@ Hamming distance over 100 seeded pages (the tests' generator, a Zipf-like vocabu
 Weighted by their counts, single words make a long text's vector point where its most
 frequent words point ("the", "of", "and"), and every text in the language shares those in
 nearly the same proportions: two unrelated 5000-word texts come out 5 bits apart, as close
-as a one-sentence edit. Adding bigrams does not help, the frequent words still dominate.
-Bigrams alone rarely repeat, so the SimHash measures the FRACTION of the text that changed,
-whatever the page's length: E[distance] = 64 * angle / pi, and replacing a fraction f of
-the bigrams gives cos(angle) ~ 1 - f: 1% -> ~3 bits, 2% -> ~4, 10% -> ~9, a third -> ~17.
+as a one-sentence edit. Bigrams alone rarely repeat in prose, so the SimHash measures the
+FRACTION of the text that changed, whatever the page's length: E[distance] = 64 * angle /
+pi, and replacing a fraction f of the bigrams gives cos(angle) ~ 1 - f: 1% -> ~3 bits, 2% ->
+~4, 10% -> ~9, a third -> ~17.
+
+Why each distinct bigram once: where bigrams DO repeat, a count-weighted vote follows the
+repeated ones. Every run of digits is "0", so "3.11.2", "2024-05-01" and a table of figures
+are runs of the bigram ("0", "0"); it was the most frequent bigram of 1,505 of the 2,822
+pages of 50 words or more of `make bench-search`'s documentation corpus, and any two pages
+it dominated had nearly the same SimHash: weighted by counts, 2,978 pairs of different
+texts there were within 3 bits (a release-notes page next to the whole contents page of
+another manual), and such a page's own edits barely moved its SimHash. Counted once each,
+4 pairs are within 3 bits, all true near-duplicates (release notes of two versions that
+differ in their version numbers, 4-9 % of their bigrams). On prose nothing changes (the
+distances below were the same within 0.3 bits on average, weighted or not).
 
 A bigram's 64-bit hash is L(a) XOR R(b), where L(w) || R(w) is the blake2b-128 of the word's
 UTF-8 (never Python's hash(): the value is stored and compared across processes and
@@ -65,29 +77,31 @@ machines). Every feature bit is a fair coin and any two different bigrams' bits 
 independent (they differ in a word, whose half is an independent coin); four bigrams
 (a,b), (a,c), (d,b), (d,c) are not, which the measured distances show harmless (over 300
 seeds, the mean distances of the edits below are within half a bit of those of a blake2b per
-bigram). The gain is speed: bigrams are nearly all distinct, so hashing each would cost a
-blake2b per word of the page; here distinct words are hashed (a bounded cache keeps them
-across pages) and the bits are counted over all positions at once with big integers (see
-_simhash_words).
+bigram; on the documentation corpus above, a blake2b per distinct bigram put 10 pairs
+within 3 bits, this hash 4). The gain is speed: distinct words are hashed, not bigrams (two
+bounded caches keep the halves across pages), and the bits are counted over all features at
+once with big integers (see _simhash_words).
 
-Cost on the development VM (2 vCPUs), warm word cache: fingerprint() of a 5 KB text takes
-0.25 ms, of 30 KB 1.3 ms (1.8 ms with curly quotes, dashes, no-break spaces and accents),
-of 200 KB 9-13 ms. Per word: ~35 ns to split, ~55 ns to look up its hash, ~70 ns to count
-its bits; the hash of the normalized text ~20 ns.
+Cost on the development VM (2 vCPUs, a noisy one: figures vary by 1.5x run to run), warm
+word cache, `python` over the tests' prose: fingerprint() of a 5 KB text takes 0.35-0.42 ms,
+of 30 KB 3-4 ms, of 200 KB ~28 ms; about twice what the count-weighted SimHash cost (0.20-
+0.22, 1.2-1.9, 9-11 ms measured beside it), the price of making and deduplicating a 16-byte
+feature per word (~150-250 ns a word, more on long pages whose features outgrow the CPU's
+caches).
 
 Threshold: DEFAULT_THRESHOLD = 4 bits. Distances over 500 seeded pages of the tests' edits:
 
     edit                                      median [5%-95%]  max   noise at 3 / 4 / 5 / 6
     changed timestamp (digits masked)            0                0   (same text hash)
-    rotating 1-2 word ad line, 300-word page     2  [0-6]         8    75% / 89% / 95% / 98%
-    one word changed, 500-word page              1  [0-4]         7    89% / 96% / 99% / 99.8%
-    one sentence replaced, 500-word page         4  [1-8]        16    36% / 54% / 73% / 85%
-    one of three paragraphs replaced            17 [11-23]        8 (min)    0 at every one
-    rewrite (same vocabulary)                   31 [24-38]       21 (min)    0
+    rotating 1-2 word ad line, 300-word page     2  [0-6]         9    73% / 88% / 94% / 97%
+    one word changed, 500-word page              2  [0-4]         8    90% / 97% / 99% / 99.8%
+    one sentence replaced, 500-word page         4  [1-8]        11    38% / 56% / 71% / 84%
+    one of three paragraphs replaced            17 [11-22]        7 (min)    0 at every one
+    rewrite (same vocabulary)                   32 [25-38]       20 (min)    0
 
 Manku et al. took 3 bits for near-DUPLICATE documents (different pages saying the same);
-here the question is whether one page's edit is noise. 4 calls ~90% of rotating one- or
-two-word ads and ~96% of one-word edits noise, and every paragraph-sized change (a tenth of
+here the question is whether one page's edit is noise. 4 calls ~88% of rotating one- or
+two-word ads and ~97% of one-word edits noise, and every paragraph-sized change (a tenth of
 the text or more) a change with a wide margin; a one-sentence edit of a 500-word page (2%
 of the text) is a coin toss: at 2% the 64-bit estimate is too coarse to be sure. With 3, a
 page that only rotates an ad looks changed on a quarter of the visits (and would be
@@ -221,18 +235,28 @@ def _hash(data: bytes) -> str:
 
 _PERSON = b"crawlerweb-sh1"  # blake2b personalization: these word hashes are ours alone
 _MARKER = b""  # start and end of the text; no word is empty
-_CACHE_LIMIT = 50_000  # words (~8 MB); the cache is replaced, not evicted, when full
+_CACHE_LIMIT = 50_000  # words (~8 MB for both halves); the caches are replaced, not evicted, when full
 
 
-class _WordHashes(dict):
-    """word -> L(word) || R(word), 16 bytes of blake2b, computed on first use."""
+class _HalfHashes(dict):
+    """word -> one half of the blake2b-128 of its UTF-8, L (bytes 0-7) or R (8-15), computed on
+    first use. Two caches of 8-byte halves, not one of 16 bytes: a bigram's feature bytes are
+    then L(a) + R(b) with no slicing (an object less per word)."""
+
+    def __init__(self, half: slice):
+        super().__init__()
+        self.half = half
 
     def __missing__(self, word: bytes) -> bytes:
-        value = self[word] = hashlib.blake2b(word, digest_size=16, person=_PERSON).digest()
+        value = self[word] = hashlib.blake2b(word, digest_size=16, person=_PERSON).digest()[self.half]
         return value
 
 
-_word_hashes = _WordHashes()
+def _new_caches() -> tuple[_HalfHashes, _HalfHashes]:
+    return _HalfHashes(slice(0, 8)), _HalfHashes(slice(8, 16))
+
+
+_word_hashes = _new_caches()
 
 
 def _masks(size: int) -> tuple[int, ...]:
@@ -256,32 +280,32 @@ def _signed(value: int) -> int:
 
 
 def _simhash_words(words: list[bytes]) -> int:
-    """The SimHash of the bigram features of these words (see the module doc), signed.
+    """The SimHash of the distinct bigram features of these words (see the module doc), signed.
 
-    Bit k of the SimHash is set when more than half the features have bit k set (all weights
-    are 1 per occurrence, so a bigram occurring c times counts c times). Counting is done a
-    byte column at a time: the L halves of words 0..n and the R halves of words 1..n+1 (with
-    the markers) are laid out 16 bytes per word in one bytes object; byte p of every
-    feature's hash is then (column p of L) XOR (column p of R), each column read with a
-    strided slice into one big integer, and bit b's count is a popcount of that integer
-    masked with bit b of every byte. That is 16 slices and 64 AND + bit_count over n bytes,
-    all in C, instead of 64 Python operations per feature.
+    Bit k of the SimHash is set when more than half the distinct bigrams have bit k set. The
+    features are made and deduplicated as 16-byte strings L(a) + R(b) (one set, no tuples:
+    bytes are not tracked by the garbage collector), joined into one bytes object; byte p
+    of every feature's hash is then (byte p of L(a)) XOR (byte 8 + p: R(b)'s), each column
+    read with a strided slice into one big integer, and bit b's count is a popcount of that
+    integer masked with bit b of every byte. That is 16 slices and 64 AND + bit_count over n
+    bytes, all in C, instead of 64 Python operations per feature.
     """
     global _word_hashes
     if not words:
         return 0
-    cache = _word_hashes  # another thread may replace the global when it is full; this one stays whole
-    row = b"".join(map(cache.__getitem__, chain((_MARKER,), words, (_MARKER,))))
-    if len(cache) > _CACHE_LIMIT:
-        _word_hashes = _WordHashes()
-    features = len(words) + 1
-    end = 16 * features  # L of the start marker and of every word; R of every word and the end marker
-    masks = _masks(features)
+    left, right = caches = _word_hashes  # another thread may replace the global when full; these stay whole
+    features = set(map(bytes.__add__, map(left.__getitem__, chain((_MARKER,), words)),
+                       map(right.__getitem__, chain(words, (_MARKER,)))))
+    if len(left) > _CACHE_LIMIT and _word_hashes is caches:
+        _word_hashes = _new_caches()
+    row = b"".join(features)
+    count = len(features)
+    masks = _masks(count)
     result = 0
     for p in range(8):
-        column = int.from_bytes(row[p:end:16], "little") ^ int.from_bytes(row[24 + p::16], "little")
+        column = int.from_bytes(row[p::16], "little") ^ int.from_bytes(row[8 + p::16], "little")
         for b, mask in enumerate(masks):
-            if 2 * (column & mask).bit_count() > features:
+            if 2 * (column & mask).bit_count() > count:
                 result |= 1 << (8 * p + b)
     return _signed(result)
 
