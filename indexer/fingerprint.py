@@ -78,16 +78,16 @@ independent (they differ in a word, whose half is an independent coin); four big
 (a,b), (a,c), (d,b), (d,c) are not, which the measured distances show harmless (over 300
 seeds, the mean distances of the edits below are within half a bit of those of a blake2b per
 bigram; on the documentation corpus above, a blake2b per distinct bigram put 10 pairs
-within 3 bits, this hash 4). The gain is speed: distinct words are hashed, not bigrams (two
-bounded caches keep the halves across pages), and the bits are counted over all features at
+within 3 bits, this hash 4). The gain is speed: distinct words are hashed, not bigrams (a
+bounded cache keeps them across pages), and the bits are counted over all features at
 once with big integers (see _simhash_words).
 
 Cost on the development VM (2 vCPUs, a noisy one: figures vary by 1.5x run to run), warm
-word cache, `python` over the tests' prose: fingerprint() of a 5 KB text takes 0.35-0.42 ms,
-of 30 KB 3-4 ms, of 200 KB ~28 ms; about twice what the count-weighted SimHash cost (0.20-
-0.22, 1.2-1.9, 9-11 ms measured beside it), the price of making and deduplicating a 16-byte
-feature per word (~150-250 ns a word, more on long pages whose features outgrow the CPU's
-caches).
+word cache, `python` over the tests' prose: fingerprint() of a 5 KB text takes 0.28-0.30 ms,
+of 30 KB 2.1-2.4 ms (3.5 with curly quotes, dashes, no-break spaces and accents), of 200 KB
+27-38 ms; the count-weighted SimHash, measured beside it: 0.20, 1.3-1.6 (1.7-2.0), 9-10 ms.
+The difference is cutting and deduplicating a 16-byte feature per word (~100-200 ns a word
+on 500-5,000-word texts; more on longer ones, whose features outgrow the CPU's caches).
 
 Threshold: DEFAULT_THRESHOLD = 4 bits. Distances over 500 seeded pages of the tests' edits:
 
@@ -120,6 +120,8 @@ word (2 words moved) stays noise whatever its distance.
 import hashlib
 import re
 from collections import Counter
+from functools import partial
+from io import BytesIO
 from itertools import chain
 from typing import NamedTuple
 
@@ -235,28 +237,21 @@ def _hash(data: bytes) -> str:
 
 _PERSON = b"crawlerweb-sh1"  # blake2b personalization: these word hashes are ours alone
 _MARKER = b""  # start and end of the text; no word is empty
-_CACHE_LIMIT = 50_000  # words (~8 MB for both halves); the caches are replaced, not evicted, when full
+_CACHE_LIMIT = 50_000  # words (~8 MB); the cache is replaced, not evicted, when full
 
 
-class _HalfHashes(dict):
-    """word -> one half of the blake2b-128 of its UTF-8, L (bytes 0-7) or R (8-15), computed on
-    first use. Two caches of 8-byte halves, not one of 16 bytes: a bigram's feature bytes are
-    then L(a) + R(b) with no slicing (an object less per word)."""
-
-    def __init__(self, half: slice):
-        super().__init__()
-        self.half = half
+class _WordHashes(dict):
+    """word -> R(word) || L(word): the blake2b-128 of its UTF-8 with its halves swapped,
+    computed on first use. Swapped so that in the words' hashes laid end to end, the 16 bytes
+    that straddle two words a, b are L(a) || R(b): the feature of the bigram (a, b)."""
 
     def __missing__(self, word: bytes) -> bytes:
-        value = self[word] = hashlib.blake2b(word, digest_size=16, person=_PERSON).digest()[self.half]
+        digest = hashlib.blake2b(word, digest_size=16, person=_PERSON).digest()
+        value = self[word] = digest[8:] + digest[:8]
         return value
 
 
-def _new_caches() -> tuple[_HalfHashes, _HalfHashes]:
-    return _HalfHashes(slice(0, 8)), _HalfHashes(slice(8, 16))
-
-
-_word_hashes = _new_caches()
+_word_hashes = _WordHashes()
 
 
 def _masks(size: int) -> tuple[int, ...]:
@@ -283,21 +278,22 @@ def _simhash_words(words: list[bytes]) -> int:
     """The SimHash of the distinct bigram features of these words (see the module doc), signed.
 
     Bit k of the SimHash is set when more than half the distinct bigrams have bit k set. The
-    features are made and deduplicated as 16-byte strings L(a) + R(b) (one set, no tuples:
-    bytes are not tracked by the garbage collector), joined into one bytes object; byte p
-    of every feature's hash is then (byte p of L(a)) XOR (byte 8 + p: R(b)'s), each column
-    read with a strided slice into one big integer, and bit b's count is a popcount of that
-    integer masked with bit b of every byte. That is 16 slices and 64 AND + bit_count over n
-    bytes, all in C, instead of 64 Python operations per feature.
+    words' swapped hashes laid end to end (with the markers) hold every bigram's feature
+    bytes L(a) || R(b) at 16-byte steps from byte 8; they are cut there and deduplicated as
+    bytes (one set; bytes, unlike tuples, are not tracked by the garbage collector), and
+    joined again. Byte p of every feature's hash is then (byte p of L(a)) XOR (byte 8 + p:
+    R(b)'s), each column read with a strided slice into one big integer, and bit b's count
+    is a popcount of that integer masked with bit b of every byte. That is 16 slices and 64
+    AND + bit_count over n bytes, all in C, instead of 64 Python operations per feature.
     """
     global _word_hashes
     if not words:
         return 0
-    left, right = caches = _word_hashes  # another thread may replace the global when full; these stay whole
-    features = set(map(bytes.__add__, map(left.__getitem__, chain((_MARKER,), words)),
-                       map(right.__getitem__, chain(words, (_MARKER,)))))
-    if len(left) > _CACHE_LIMIT and _word_hashes is caches:
-        _word_hashes = _new_caches()
+    cache = _word_hashes  # another thread may replace the global when it is full; this one stays whole
+    row = b"".join(map(cache.__getitem__, chain((_MARKER,), words, (_MARKER,))))
+    if len(cache) > _CACHE_LIMIT:
+        _word_hashes = _WordHashes()
+    features = set(iter(partial(BytesIO(row[8:-8]).read, 16), b""))
     row = b"".join(features)
     count = len(features)
     masks = _masks(count)

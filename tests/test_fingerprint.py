@@ -301,9 +301,9 @@ def test_word_cache_does_not_change_results(monkeypatch):
     old, new = edits(2)["sentence"]
     expected = [fingerprint(TITLE, HEADINGS, old), fingerprint(TITLE, HEADINGS, new)]
     monkeypatch.setattr(fp, "_CACHE_LIMIT", 10)  # the cache is replaced at nearly every call
-    monkeypatch.setattr(fp, "_word_hashes", fp._new_caches())
+    monkeypatch.setattr(fp, "_word_hashes", fp._WordHashes())
     assert [fingerprint(TITLE, HEADINGS, old), fingerprint(TITLE, HEADINGS, new)] == expected
-    assert all(len(cache) <= 10 for cache in fp._word_hashes)
+    assert len(fp._word_hashes) <= 10
 
 
 # --- distances -----------------------------------------------------------------------------
