@@ -294,12 +294,12 @@ def _simhash_words(words: list[bytes]) -> int:
     if len(cache) > _CACHE_LIMIT:
         _word_hashes = _WordHashes()
     features = set(iter(partial(BytesIO(row[8:-8]).read, 16), b""))
-    row = b"".join(features)
+    distinct = b"".join(features)
     count = len(features)
     masks = _masks(count)
     result = 0
     for p in range(8):
-        column = int.from_bytes(row[p::16], "little") ^ int.from_bytes(row[8 + p::16], "little")
+        column = int.from_bytes(distinct[p::16], "little") ^ int.from_bytes(distinct[8 + p::16], "little")
         for b, mask in enumerate(masks):
             if 2 * (column & mask).bit_count() > count:
                 result |= 1 << (8 * p + b)

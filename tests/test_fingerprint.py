@@ -77,8 +77,9 @@ def reference_words(text: str) -> list[str]:
     return re.findall(r"\w+", re.sub(r"\d+", "0", text.casefold()))
 
 
-def reference_simhash(words: list[str]) -> int:
-    """Bigram SimHash, one feature per distinct bigram, 64 Python additions per feature."""
+def reference_simhash(words: list[str], distinct: bool = True) -> int:
+    """Bigram SimHash, one feature per distinct bigram (or, with distinct=False, per word
+    position, as this module first counted them), 64 Python additions per feature."""
     if not words:
         return 0
 
@@ -89,7 +90,8 @@ def reference_simhash(words: list[str]) -> int:
 
     sequence = [""] + words + [""]
     totals = [0] * 64
-    for a, b in set(zip(sequence, sequence[1:])):
+    bigrams = list(zip(sequence, sequence[1:]))
+    for a, b in set(bigrams) if distinct else bigrams:
         feature = halves(a)[0] ^ halves(b)[1]
         for k in range(64):
             totals[k] += 1 if feature >> k & 1 else -1
@@ -374,15 +376,7 @@ def test_repeated_bigrams_count_once():
     assert distance(one, rewritten) > DEFAULT_THRESHOLD + 8
 
     def weighted(text):  # one feature per position, as this module first did
-        words = normalized(TITLE, HEADINGS, text).split()
-        sequence = [""] + words + [""]
-        totals = [0] * 64
-        for a, b in zip(sequence, sequence[1:]):
-            halves = [hashlib.blake2b(w.encode(), digest_size=16, person=b"crawlerweb-sh1").digest() for w in (a, b)]
-            feature = int.from_bytes(halves[0][:8], "little") ^ int.from_bytes(halves[1][8:], "little")
-            for k in range(64):
-                totals[k] += 1 if feature >> k & 1 else -1
-        return sum(1 << k for k in range(64) if totals[k] > 0)
+        return reference_simhash(normalized(TITLE, HEADINGS, text).split(), distinct=False)
 
     assert hamming(weighted(one), weighted(two)) <= DEFAULT_THRESHOLD
     assert hamming(weighted(one), weighted(rewritten)) <= DEFAULT_THRESHOLD
