@@ -430,9 +430,10 @@ class SessionEngine:
                 session.lost = True
 
 
-def _guarded(action) -> None:
+def _guarded(action, *args, **kwargs) -> None:
+    """Run one bookkeeping call whose failure must not end the thread that made it."""
     try:
-        action()
+        action(*args, **kwargs)
     except Exception:
         log.exception("%s failed", action.__name__)
         reset_connection()

@@ -170,6 +170,26 @@ def test_it_shows_a_worker_once_a_real_engine_has_run_its_keeper_and_a_stopped_o
     assert health.liveness()["workers_online"] == 0
 
 
+def test_a_lease_given_back_is_free_at_once_and_the_engine_goes_on_opening_sessions(pages):
+    """A Celery worker whose engine stays full gives its next lease back (fetch/runners.py):
+    the host can be leased again at once, and the same engine still opens later leases."""
+    frontier.add_seeds([f"{pages}/given-back"])
+    (given,) = frontier.lease_ready_hosts("test", 5)
+    engine = SessionEngine(fetch_threads=1, name="give-back-test").start()
+    try:
+        engine.give_back(given)
+        wait_until(lambda: Host.objects.filter(id=given.host_id, lease_owner="").exists(), 10,
+                   "the given-back host to be released")
+        assert Url.objects.get().last_fetched_at is None
+        (again,) = frontier.lease_ready_hosts("test", 5)
+        assert again.host_id == given.host_id and again.token != given.token
+        engine.submit(again)
+        wait_until(lambda: Url.objects.exclude(last_fetched_at=None).exists(), 15,
+                   "the page of the next lease to be fetched")
+    finally:
+        engine.stop()
+
+
 def test_a_process_whose_heartbeat_ages_goes_stale(settings):
     assert liveness.beat("worker", "w-1", sessions=2, requests=10)
     now = timezone.now()
