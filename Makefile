@@ -135,9 +135,11 @@ test-postgres:
 	DATABASE_URL=$(PG_URL) $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 # The embedded backend: the same suite on SQLite (PostgreSQL-only tests skip themselves).
+# Its own Redis database: the two runs go side by side and their tests empty their broker.
 test-sqlite:
 	@mkdir -p var
-	DATABASE_URL=sqlite:///$(CURDIR)/var/unused.sqlite3 $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+	DATABASE_URL=sqlite:///$(CURDIR)/var/unused.sqlite3 CRAWLER_TEST_BROKER_URL=redis://127.0.0.1:6379/15 \
+		$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 sampleweb: setup
 	$(PY) -m bench.sampleweb serve --port $(DEMO_PORT) --log var/sampleweb.log

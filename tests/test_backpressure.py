@@ -2,7 +2,6 @@
 leased again, the dispatcher stops adding at 80% of CRAWLER_MAX_QUEUED_MESSAGES instead of
 letting the broker grow without bound; when the queues drain it resumes."""
 
-import os
 from datetime import timedelta
 
 import pytest
@@ -14,9 +13,9 @@ from fetch import runners
 from frontier import service
 from frontier.models import Host
 
-pytestmark = pytest.mark.django_db(transaction=True)
+from .crawl_helpers import BROKER
 
-BROKER = os.environ.get("CRAWLER_TEST_BROKER_URL", "redis://127.0.0.1:6379/14")
+pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture

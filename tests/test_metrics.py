@@ -35,6 +35,7 @@ from frontier.models import DeadLetter, Host, ServerAddress, Url
 from frontier.tasks import sweep_expired_leases
 from indexer.models import Document
 
+from .crawl_helpers import BROKER
 from .loopback import QuietHandler, serving
 
 pytestmark = pytest.mark.django_db
@@ -319,10 +320,9 @@ def test_the_counters_move_by_exactly_the_requests_of_a_crawl(settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_dispatch_round_counts_the_leases_it_granted_and_the_sessions_it_sent(settings):
-    broker = os.environ.get("CRAWLER_TEST_BROKER_URL", "redis://127.0.0.1:6379/14")
-    client = redis.Redis.from_url(broker)
+    client = redis.Redis.from_url(BROKER)
     client.flushdb()
-    app = Celery("metrics-test", broker=broker)
+    app = Celery("metrics-test", broker=BROKER)
     service.add_seeds([f"http://127.0.0.{n + 2}:1000/" for n in range(3)])
     before = process_counters()
     try:
