@@ -43,6 +43,9 @@ _ROOT = Path(__file__).resolve().parent.parent  # where `python -m fetch.parsepo
 # How long a fetch thread waits for an idle child, while none has started, before analysing
 # the page itself.
 IDLE_CHILD_WAIT = 0.05
+# How long a child may take to start: a fresh interpreter importing Django and lxml, which
+# takes seconds on a loaded machine; unrelated to a page's CRAWLER_PARSE_TIMEOUT.
+CHILD_START_WAIT = 60.0
 
 
 def default_processes(embedded: bool) -> int:
@@ -99,7 +102,7 @@ class ParsePool:
     def _start_child(self) -> None:
         try:
             child = _Child(self._snapshot, self._analyse_path)
-            if not child.conn.poll(settings.CRAWLER_PARSE_TIMEOUT) or child.conn.recv_bytes() != b"ready":
+            if not child.conn.poll(CHILD_START_WAIT) or child.conn.recv_bytes() != b"ready":
                 raise RuntimeError("the parse process did not start")
         except Exception:
             log.exception("could not start a parse process; pages are parsed in the fetch threads")

@@ -426,7 +426,8 @@ def test_it_stops_at_once_with_connections_open_and_leaves_nothing_behind():
         assert f"geminispace-{running.port}" in [t.name for t in threading.enumerate()]
         root = running.roots[0]
         started = time.monotonic()
-    assert time.monotonic() - started < 0.5
+    # At once: not after the hostile connections' 30 s (a loaded machine takes tenths of a second).
+    assert time.monotonic() - started < 5.0
     for thread in waiting:
         thread.join(TIMEOUT)
     assert f"geminispace-{running.port}" not in [t.name for t in threading.enumerate()]
