@@ -65,7 +65,9 @@ def test_a_small_run_reports_meaningful_figures(tmp_path):
         assert 0 < result["freshness"] <= 1, policy
         assert result["age_days"] >= 0 and result["samples"] > 10
         assert initial_crawl < result["fetches"] <= initial_crawl + 1.25 * budget * DAYS, policy
-        assert 0 < result["budget_used"] <= 1.2, policy
+        # Above 1 by what was carried over (CRAWLER_RECRAWL_CARRY_SECONDS, a plan period's worth:
+        # a start slowed by a loaded machine leaves budget unspent before the window opens).
+        assert 0 < result["budget_used"] <= 1.35, policy
         assert result["not_modified"] > 0 and result["unchanged_304_share"] >= 0.9, policy
         assert result["noise_pages"] > 0 and result["noise_counted_changed"] == 0, policy
         assert result["never_changed_counted_changed"] == 0, policy
