@@ -41,7 +41,7 @@ from .crawl_helpers import free_port, sample_web
 from .loopback import QuietHandler, start
 
 # Replay reads WARC files and their index, which no database writes: run once, on the
-# PostgreSQL run (the suite's time; the links' timestamps come from the same code on both).
+# SQLite run (the suite's time; the links' timestamps come from the same code on both).
 pytestmark = pytest.mark.backend_free
 
 STARTUP_TIMEOUT = 60  # seconds for `replay` to index the archive and pywb to answer
