@@ -402,8 +402,27 @@ def test_it_compares_a_crawl_with_the_truth(space):
 
 # ---------------------------------------------------------------- life cycle
 
-def _open_fds() -> int:
-    return len(os.listdir("/proc/self/fd"))
+def _sockets_on(port: int) -> list[str]:
+    """This process's TCP sockets with `port` at either end (from /proc: other threads of
+    the suite may open files and sockets of their own meanwhile, which are not counted)."""
+    ours = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:  # closed meanwhile
+            continue
+        if target.startswith("socket:["):
+            ours.add(target[8:-1])
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as lines:
+            next(lines)
+            for line in lines:
+                fields = line.split()
+                local, remote, inode = fields[1], fields[2], fields[9]
+                if inode in ours and port in (int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16)):
+                    found.append(line.strip())
+    return found
 
 
 def _fetch_quietly(url):
@@ -414,7 +433,6 @@ def _fetch_quietly(url):
 
 
 def test_it_stops_at_once_with_connections_open_and_leaves_nothing_behind():
-    fds = _open_fds()
     with geminispace(capsules=2, pages=10, hostile_seconds=30.0) as running:
         waiting = [threading.Thread(target=_fetch_quietly, args=(running.hostile[name],))
                    for name in ("no-crlf", "handshake-hang", "drip")]
@@ -424,6 +442,7 @@ def test_it_stops_at_once_with_connections_open_and_leaves_nothing_behind():
         wait_until(lambda: len(running._server.writers) >= 2, TIMEOUT,
                    "the server to hold the hostile connections open")
         assert f"geminispace-{running.port}" in [t.name for t in threading.enumerate()]
+        assert len(_sockets_on(running.port)) >= 3  # listening, and the connections held open
         root = running.roots[0]
         started = time.monotonic()
     # At once: not after the hostile connections' 30 s (a loaded machine takes tenths of a second).
@@ -433,7 +452,7 @@ def test_it_stops_at_once_with_connections_open_and_leaves_nothing_behind():
     assert f"geminispace-{running.port}" not in [t.name for t in threading.enumerate()]
     with pytest.raises(OSError):
         socket.create_connection((urlsplit(root).hostname, urlsplit(root).port), timeout=1).close()
-    assert _open_fds() == fds
+    assert _sockets_on(running.port) == []
 
 
 def test_it_serves_from_the_command_line(tmp_path):
