@@ -6,6 +6,7 @@ later crawl that resumes it, and continuous mode picking up a changed page.
 The clock is ours: a revisit is made due by moving the URL's next visit into the past (and
 the release task is given its `now`), never by sleeping."""
 
+import email.utils
 import math
 import threading
 import time
@@ -246,6 +247,18 @@ def test_a_page_that_changed_at_every_visit_is_planned_by_its_shortest_intervals
     # … and one look that saw no change is evidence the estimate weighs as it is
     unchanged = changerate.observe(stats, 3 * 3600.0, False)
     assert recrawl.scheduling_rate(unchanged) == changerate.estimate(unchanged)
+
+
+def test_a_last_modified_counts_from_the_middle_of_the_second_it_names():
+    now = timezone.now().replace(microsecond=900_000)  # 0.9 s into the second
+    stated = email.utils.format_datetime(now - timedelta(seconds=10), usegmt=True)  # the second, 10 s ago
+    assert recrawl._since_last_modified(stated, now, 60.0) == pytest.approx(10.4)  # 9.9 to 10.9 s ago
+    assert recrawl._since_last_modified(stated, now, 10.0) is None  # outside the interval
+    # A date naming the visit's own second: the page changed 0 to 0.9 s ago, not 0.9 s ago
+    # (read as 0.9, any page changing faster would look like one changing about once a second).
+    assert recrawl._since_last_modified(email.utils.format_datetime(now, usegmt=True), now, 60.0) == \
+        pytest.approx(0.45)
+    assert recrawl._since_last_modified("not a date", now, 60.0) is None
 
 
 def test_a_late_revisit_schedules_the_next_from_when_it_was_due(site, settings):
