@@ -157,17 +157,22 @@ def test_it_shows_a_worker_once_a_real_engine_has_run_its_keeper_and_a_stopped_o
             engine.submit(lease)
         row = wait_until(lambda: ProcessHeartbeat.objects.filter(requests__gte=4).first())  # robots.txt + 3 pages
         live = health.liveness()
-        (process,) = live["processes"]
-        assert (process["kind"], process["state"], process["name"]) == ("worker", "online", engine.worker)
+        # Ours, and whatever an earlier test's engine still beats (seen once on a full run:
+        # named in the message, counted alongside, so that this test still judges its own).
+        (process,) = [p for p in live["processes"] if p["name"] == engine.worker]
+        others = [p for p in live["processes"] if p["name"] != engine.worker and p["state"] == "online"]
+        assert (process["kind"], process["state"]) == ("worker", "online")
         assert process["requests"] >= 4 and process["last_request_at"] is not None
-        assert live["workers_online"] == 1 and live["dispatchers_online"] == 0
+        assert live["workers_online"] == 1 + sum(p["kind"] == "worker" for p in others), others
+        assert live["dispatchers_online"] == sum(p["kind"] == "dispatcher" for p in others), others
         assert live["crawl"]["state"] == "crawling"
         assert row.pid and row.hostname
     finally:
         engine.stop()
-    (process,) = health.liveness()["processes"]
+    live = health.liveness()
+    (process,) = [p for p in live["processes"] if p["name"] == engine.worker]
     assert process["state"] == "stopped"
-    assert health.liveness()["workers_online"] == 0
+    assert live["workers_online"] == sum(p["kind"] == "worker" and p["state"] == "online" for p in live["processes"])
 
 
 def test_a_lease_given_back_is_free_at_once_and_the_engine_goes_on_opening_sessions(pages):
