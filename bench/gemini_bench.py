@@ -25,7 +25,7 @@ from pathlib import Path
 from .geminispace import SpaceConfig
 from .geminispace import audit_log as gemini_audit
 from .geminispace import run_server as run_space
-from .procstat import cpu_seconds, wait_metered
+from .procstat import cpu_seconds, socket_inodes, tcp_sockets, wait_metered
 from .sampleweb import WebConfig, audit_log, run_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,25 +34,12 @@ TIME_WAIT = "06"
 
 
 def sockets_of(pid: int) -> int:
-    try:
-        return sum(1 for fd in os.scandir(f"/proc/{pid}/fd") if os.readlink(fd.path).startswith("socket:"))
-    except (FileNotFoundError, ProcessLookupError):
-        return 0
+    return len(socket_inodes(pid))
 
 
 def time_waits(port: int) -> int:
     """TCP connections in TIME_WAIT whose remote end is `port` (the crawler's side)."""
-    count = 0
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except FileNotFoundError:
-            continue
-        for line in lines:
-            fields = line.split()
-            if fields[3] == TIME_WAIT and int(fields[2].rsplit(":", 1)[1], 16) == port:
-                count += 1
-    return count
+    return sum(1 for sock in tcp_sockets() if sock.state == TIME_WAIT and sock.remote_port == port)
 
 
 class SocketSampler:

@@ -20,6 +20,45 @@ def _stat_fields(pid: int) -> list[str] | None:
         return None
 
 
+@dataclass(frozen=True)
+class TcpSocket:
+    local_port: int
+    remote_port: int
+    state: str  # the kernel's hex code: "0A" listening, "01" established, "06" TIME_WAIT, …
+    inode: str  # "0" for a socket no process holds (TIME_WAIT)
+
+
+def tcp_sockets() -> list[TcpSocket]:
+    """Every TCP socket of this machine's network namespace, IPv4 and IPv6 (/proc/net/tcp)."""
+    found = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except FileNotFoundError:
+            continue
+        for line in lines:
+            fields = line.split()
+            found.append(TcpSocket(int(fields[1].rsplit(":", 1)[1], 16), int(fields[2].rsplit(":", 1)[1], 16),
+                                   fields[3], fields[9]))
+    return found
+
+
+def socket_inodes(pid: int | str = "self") -> set[str]:
+    """The inodes of the sockets a process holds open (its /proc/PID/fd links)."""
+    inodes = set()
+    try:
+        for fd in os.scandir(f"/proc/{pid}/fd"):
+            try:
+                target = os.readlink(fd.path)
+            except OSError:  # closed meanwhile
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    except (FileNotFoundError, ProcessLookupError):
+        pass
+    return inodes
+
+
 def cpu_seconds(pid: int, children: bool = False) -> float:
     """User + system CPU of a live process; with children=True, plus its reaped children."""
     fields = _stat_fields(pid)

@@ -4,7 +4,6 @@ No database. Every socket has a timeout and every read loop a deadline; the caps
 on 127.0.2.x.
 """
 import hashlib
-import os
 import re
 import socket
 import ssl
@@ -23,6 +22,7 @@ from cryptography.hazmat.primitives import hashes
 
 from bench.geminispace import (HOSTILE, SPECIALS, Entry, GeminiSpace, SpaceConfig, audit, count_violations,
                                geminispace, read_log, run_server)
+from bench.procstat import TcpSocket, socket_inodes, tcp_sockets
 from indexer.gemtext import parse_gemtext
 
 from .crawl_helpers import wait_until
@@ -402,27 +402,11 @@ def test_it_compares_a_crawl_with_the_truth(space):
 
 # ---------------------------------------------------------------- life cycle
 
-def _sockets_on(port: int) -> list[str]:
-    """This process's TCP sockets with `port` at either end (from /proc: other threads of
-    the suite may open files and sockets of their own meanwhile, which are not counted)."""
-    ours = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            target = os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:  # closed meanwhile
-            continue
-        if target.startswith("socket:["):
-            ours.add(target[8:-1])
-    found = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        with open(table) as lines:
-            next(lines)
-            for line in lines:
-                fields = line.split()
-                local, remote, inode = fields[1], fields[2], fields[9]
-                if inode in ours and port in (int(local.rsplit(":", 1)[1], 16), int(remote.rsplit(":", 1)[1], 16)):
-                    found.append(line.strip())
-    return found
+def _sockets_on(port: int) -> list[TcpSocket]:
+    """This process's TCP sockets with `port` at either end (other threads of the suite may
+    open files and sockets of their own meanwhile, which are not counted)."""
+    ours = socket_inodes()
+    return [sock for sock in tcp_sockets() if sock.inode in ours and port in (sock.local_port, sock.remote_port)]
 
 
 def _fetch_quietly(url):
