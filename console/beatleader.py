@@ -11,17 +11,29 @@ clean stop gives the lead up at once.
 
 The tasks are safe to run twice anyway (release_due spends a time-based budget under a
 row lock; a plan is idempotent); the lease makes a second beat cost nothing as well.
+
+Stopping: Celery's beat saves the schedule from inside its SIGTERM/SIGINT handler. Python
+runs a handler in the main thread between two steps of whatever it was doing, and with
+psycopg 3 that can be the middle of a query, holding the connection's (non-reentrant) lock:
+the handler's own query then waits for that lock forever, and the beat never exits (seen in
+CI while a tick waited on the database). So a beat on this scheduler stops without any
+database work in the handler: the handler asks the loop to stop, and only when no query is
+running interrupts its sleep; the tick or save in flight ends normally, and the loop's own
+`finally` gives the lead up and saves the schedule.
 """
 
 import logging
 import os
 import socket
+import threading
 import uuid
 from datetime import timedelta
 
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
+from celery import platforms
+from celery.signals import beat_init
 from django_celery_beat.schedulers import DatabaseScheduler
 
 from crawlerweb.dbconn import reset_connection
@@ -51,9 +63,27 @@ class LeaderScheduler(DatabaseScheduler):
         self.holder = f"{socket.gethostname()[:30]}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
         self.leading = False
         self.told_waiting = False  # said once in its log that another beat leads
+        self.database_work = 0  # > 0 while the main thread may be inside a query
+        self.stopping = False
         super().__init__(*args, **kwargs)
 
     def tick(self, *args, **kwargs):
+        self.database_work += 1
+        try:
+            return self._tick(*args, **kwargs)
+        finally:
+            self.database_work -= 1
+
+    def sync(self):
+        self.database_work += 1
+        try:
+            super().sync()
+        finally:
+            self.database_work -= 1
+
+    def _tick(self, *args, **kwargs):
+        if self.stopping:
+            return 0  # no sleep: the loop sees the stop at once
         try:
             leading = hold_lead(self.holder)
         except Exception:  # noqa: BLE001 - the database is away: send nothing, ask again
@@ -69,13 +99,43 @@ class LeaderScheduler(DatabaseScheduler):
             log.warning("beat %s waits: another beat sends the periodic tasks", self.holder)
             self.told_waiting = True
         self.leading = leading
+        if self.stopping:
+            return 0
         if not leading:
             return min(self.max_interval, settings.CRAWLER_BEAT_LEASE_SECONDS / 3)
         return min(super().tick(*args, **kwargs), settings.CRAWLER_BEAT_LEASE_SECONDS / 3)
 
     def close(self):
+        self.database_work += 1
         try:
             if self.leading:
                 give_up_lead(self.holder)
+                self.leading = False
         finally:
-            super().close()
+            try:
+                super().close()
+            finally:
+                self.database_work -= 1
+
+    def stop_on_signal(self, service, signum, frame):
+        """SIGTERM/SIGINT: stop the beat loop without touching the database here (see the
+        module's docstring)."""
+        self.stopping = True
+        service.stop()  # the loop's `while` ends after this pass
+        if not self.database_work:
+            raise SystemExit()  # only a sleep to interrupt: no query is in flight
+
+
+@beat_init.connect
+def stop_without_database_work_in_the_handler(sender, **kwargs):
+    """Replace Celery's SIGTERM/SIGINT handler (installed just before beat_init is sent) for
+    a beat on LeaderScheduler running in the main thread (an embedded beat leaves signals to
+    its worker)."""
+    scheduler = sender.scheduler
+    if not isinstance(scheduler, LeaderScheduler) or threading.current_thread() is not threading.main_thread():
+        return
+
+    def handler(signum, frame):
+        scheduler.stop_on_signal(sender, signum, frame)
+
+    platforms.signals.update(SIGTERM=handler, SIGINT=handler)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from django.db import connection, transaction
 from django_celery_beat.models import IntervalSchedule, PeriodicTask
 
 from console.beatleader import give_up_lead, hold_lead
@@ -37,25 +38,44 @@ def leader_pid() -> int | None:
     return int(row.split(":")[1]) if row else None
 
 
-@pytest.mark.postgres
-def test_a_second_beat_sends_nothing_until_the_first_dies(tmp_path):
+def start_beat(tmp_path, name, env):
+    return subprocess.Popen([sys.executable, "-m", "celery", "-A", "crawlerweb", "beat", "--loglevel", "WARNING",
+                             "--pidfile=", "-s", str(tmp_path / f"{name}-schedule")], cwd=ROOT, env=env,
+                            stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"{name}.log", "w"))
+
+
+def stop_beat(proc, tmp_path, name, signal_now=True) -> int:
+    """Stop a beat as a supervisor does (SIGTERM); a beat that has not stopped 20 s later is
+    killed and fails the test with its log."""
+    if signal_now:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        return proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(timeout=10)
+        pytest.fail(f"beat {name} did not stop within 20 s of SIGTERM; its log:\n"
+                    + (tmp_path / f"{name}.log").read_text()[-3000:])
+
+
+def one_task_a_second() -> None:
     PeriodicTask.objects.all().delete()
     every_second, _ = IntervalSchedule.objects.get_or_create(every=1, period=IntervalSchedule.SECONDS)
     PeriodicTask.objects.create(name="tick", task="console.sample_metrics", interval=every_second, queue=QUEUE)
+
+
+@pytest.mark.postgres
+def test_a_second_beat_sends_nothing_until_the_first_dies(tmp_path):
+    one_task_a_second()
     env = child_env(CRAWLER_BEAT_LEASE_SECONDS="3")
     broker = redis.Redis.from_url(env["CELERY_BROKER_URL"])
     broker.flushdb()
 
-    def beat(name):
-        return subprocess.Popen([sys.executable, "-m", "celery", "-A", "crawlerweb", "beat", "--loglevel", "WARNING",
-                                 "--pidfile=", "-s", str(tmp_path / f"{name}-schedule")], cwd=ROOT, env=env,
-                                stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"{name}.log", "w"))
-
-    first = beat("first")
+    first = start_beat(tmp_path, "first", env)
     second = None
     try:
         wait_until(lambda: leader_pid() == first.pid, 30, "the first beat to lead")
-        second = beat("second")
+        second = start_beat(tmp_path, "second", env)
         wait_until(lambda: "waits: another beat" in (tmp_path / "second.log").read_text(), 30, "the second beat to ask")
         sent, started = broker.llen(QUEUE), time.monotonic()
         time.sleep(6)  # the window the rate is measured over
@@ -67,9 +87,44 @@ def test_a_second_beat_sends_nothing_until_the_first_dies(tmp_path):
         wait_until(lambda: leader_pid() == second.pid, 20, "the second beat to take over")
         sent = broker.llen(QUEUE)
         wait_until(lambda: broker.llen(QUEUE) - sent >= 2, 10, "the second beat to send once it leads")
+        assert stop_beat(second, tmp_path, "second") == 0
     finally:
         for proc in (first, second):
             if proc is not None and proc.poll() is None:
-                proc.terminate()
-                proc.wait(timeout=20)
+                proc.kill()
+                proc.wait(timeout=10)
     assert BeatLeader.objects.get(pk=1).holder == ""  # the second stopped cleanly and gave the lead up
+
+
+def beat_waits_on_a_row_lock() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")  # else a transaction sees its first read again
+        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                       " AND wait_event_type = 'Lock' AND query LIKE %s", [f"%{BeatLeader._meta.db_table}%"])
+        return cursor.fetchone()[0] > 0
+
+
+@pytest.mark.postgres
+def test_a_beat_stopped_while_its_tick_waits_on_the_database_stops_and_gives_the_lead_up(tmp_path):
+    """Celery's own SIGTERM handler saves the schedule from inside the handler: with the tick's
+    query in flight (holding psycopg's connection lock) that save waited for the lock forever,
+    and the beat never stopped (seen in CI). Here the tick's UPDATE of the lead waits on a row
+    lock this test holds while the beat is told to stop."""
+    one_task_a_second()
+    env = child_env(CRAWLER_BEAT_LEASE_SECONDS="3")
+    redis.Redis.from_url(env["CELERY_BROKER_URL"]).flushdb()
+    beat = start_beat(tmp_path, "beat", env)
+    try:
+        wait_until(lambda: leader_pid() == beat.pid, 30, "the beat to lead")
+        with transaction.atomic():
+            BeatLeader.objects.select_for_update().get(pk=1)
+            wait_until(beat_waits_on_a_row_lock, 10, "the beat's tick to wait on the lead's row")
+            beat.send_signal(signal.SIGTERM)
+            time.sleep(1)  # the handler runs while the query is still in flight
+            assert beat.poll() is None  # it cannot stop before its query ends
+        assert stop_beat(beat, tmp_path, "beat", signal_now=False) == 0  # once its query is through
+    finally:
+        if beat.poll() is None:
+            beat.kill()
+            beat.wait(timeout=10)
+    assert BeatLeader.objects.get(pk=1).holder == ""
