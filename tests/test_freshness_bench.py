@@ -36,6 +36,15 @@ def test_intervals_are_scaled_to_the_simulated_day(tmp_path):
     assert float(settings["CRAWLER_RECRAWL_BUDGET_PER_DAY"]) == pytest.approx(5 * 86400 / 2)
 
 
+def test_a_larger_budget_gets_a_longer_simulated_day_unless_one_is_given():
+    # 16 hosts x 25 pages: 0.2 and 0.25 ask 40 and 50 fetches a real second of a 2 s day;
+    # 0.5 would ask 100, so its day lasts 4 s (50 a second)
+    day = {ratio: freshness.parse_args(["--budget-ratio", str(ratio)]).day_seconds for ratio in (0.2, 0.25, 0.3, 0.5)}
+    assert day == {0.2: 2.0, 0.25: 2.0, 0.3: pytest.approx(2.4), 0.5: pytest.approx(4.0)}
+    assert freshness.parse_args(["--budget-ratio", "0.5", "--day-seconds", "2"]).day_seconds == 2.0
+    assert "50 a real second" in freshness.preamble(freshness.parse_args(["--budget-ratio", "0.5"]))
+
+
 def test_one_part_of_the_policy_can_be_measured_alone(tmp_path, capsys):
     args = freshness.parse_args(["--set", "CRAWLER_RECRAWL_CARRY_SECONDS=0", "--set", "CRAWLER_RECRAWL_MEMORY_VISITS=0"])
     settings = freshness.crawl_settings(args, "optimal", tmp_path, tmp_path / "rates.jsonl")
