@@ -29,11 +29,11 @@ import threading
 import uuid
 from datetime import timedelta
 
+from celery import platforms
+from celery.signals import beat_init
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
-from celery import platforms
-from celery.signals import beat_init
 from django_celery_beat.schedulers import DatabaseScheduler
 
 from crawlerweb.dbconn import reset_connection
