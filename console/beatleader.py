@@ -117,7 +117,7 @@ class LeaderScheduler(DatabaseScheduler):
             finally:
                 self.database_work -= 1
 
-    def stop_on_signal(self, service, signum, frame):
+    def stop_on_signal(self, service) -> None:
         """SIGTERM/SIGINT: stop the beat loop without touching the database here (see the
         module's docstring)."""
         self.stopping = True
@@ -136,6 +136,6 @@ def stop_without_database_work_in_the_handler(sender, **kwargs):
         return
 
     def handler(signum, frame):
-        scheduler.stop_on_signal(sender, signum, frame)
+        scheduler.stop_on_signal(sender)
 
     platforms.signals.update(SIGTERM=handler, SIGINT=handler)

@@ -38,8 +38,8 @@ def leader_pid() -> int | None:
     return int(row.split(":")[1]) if row else None
 
 
-def start_beat(tmp_path, name, env):
-    return subprocess.Popen([sys.executable, "-m", "celery", "-A", "crawlerweb", "beat", "--loglevel", "WARNING",
+def start_beat(tmp_path, name, env, loglevel="WARNING"):
+    return subprocess.Popen([sys.executable, "-m", "celery", "-A", "crawlerweb", "beat", "--loglevel", loglevel,
                              "--pidfile=", "-s", str(tmp_path / f"{name}-schedule")], cwd=ROOT, env=env,
                             stdout=subprocess.DEVNULL, stderr=open(tmp_path / f"{name}.log", "w"))
 
@@ -113,14 +113,16 @@ def test_a_beat_stopped_while_its_tick_waits_on_the_database_stops_and_gives_the
     one_task_a_second()
     env = child_env(CRAWLER_BEAT_LEASE_SECONDS="3")
     redis.Redis.from_url(env["CELERY_BROKER_URL"]).flushdb()
-    beat = start_beat(tmp_path, "beat", env)
+    beat = start_beat(tmp_path, "beat", env, loglevel="INFO")  # INFO: Celery's "Shutting down" line
     try:
         wait_until(lambda: leader_pid() == beat.pid, 30, "the beat to lead")
         with transaction.atomic():
             BeatLeader.objects.select_for_update().get(pk=1)
             wait_until(beat_waits_on_a_row_lock, 10, "the beat's tick to wait on the lead's row")
             beat.send_signal(signal.SIGTERM)
-            time.sleep(1)  # the handler runs while the query is still in flight
+            # The handler has run (service.stop() logs this) while the query is still in flight.
+            wait_until(lambda: "beat: Shutting down" in (tmp_path / "beat.log").read_text(), 10,
+                       "the beat's signal handler to run")
             assert beat.poll() is None  # it cannot stop before its query ends
         assert stop_beat(beat, tmp_path, "beat", signal_now=False) == 0  # once its query is through
     finally:
