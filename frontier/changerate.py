@@ -16,8 +16,11 @@ seconds, rates (λ) and visit frequencies (f) per second, budgets in fetches per
    Their derivatives in λ are -t, t/(e^(λt) - 1) and 1/λ - τ; the maximum-likelihood λ solves
        Σ_changed t_i/(e^(λ t_i) - 1) + K/λ = U + Στ + R                           (*)
    with K changes seen with a usable Last-Modified, Στ their τ, U the seconds of unchanged
-   intervals, and R = 0.5 · (all observed seconds) / visits, a bias-reduction term of half a
-   mean interval. The left side falls from +inf to 0 as λ grows and the right side is a positive
+   intervals, and R = 0.5 · (U + Σt + Στ) / visits, a bias-reduction term of half the mean
+   time an observation tells about: a whole interval when it saw no change or an undated one,
+   only τ when the change is dated (what came before the last change says nothing about the
+   rate: with the whole interval, a page changing hourly and visited monthly came out changing
+   less than daily, as R then outweighed every τ). The left side falls from +inf to 0 as λ grows and the right side is a positive
    constant: one root, found by bisection on log λ. It is finite even when every visit saw a
    change, and 0 when none did.
    Regular intervals I, n visits, X changed, no Last-Modified: (*) is X·I/(e^(λI) - 1) =
@@ -82,7 +85,7 @@ class ChangeStats:
     changed: tuple[tuple[int, float, float], ...] = ()
     lm_changes: float = 0  # observations that saw a change and a usable Last-Modified
     lm_seconds: float = 0.0  # sum of their τ (seconds from Last-Modified to the visit)
-    observed_seconds: float = 0.0  # sum of all intervals (for the bias-reduction term)
+    observed_seconds: float = 0.0  # sum of all intervals (faded like the rest)
     watched_seconds: float = 0.0  # sum of all intervals, never faded: how long the page has been watched
 
 
@@ -151,11 +154,12 @@ def estimate(stats: ChangeStats) -> float:
     hits = sum(count for _, count, _ in stats.changed) + stats.lm_changes
     if hits == 0 or stats.visits == 0:
         return 0.0
-    known = stats.unchanged_seconds + stats.lm_seconds + 0.5 * stats.observed_seconds / stats.visits
+    changed_seconds = sum(seconds for _, _, seconds in stats.changed)
+    informative = stats.unchanged_seconds + changed_seconds + stats.lm_seconds
+    known = stats.unchanged_seconds + stats.lm_seconds + 0.5 * informative / stats.visits
     if not known > 0.0:
         return 0.0  # inconsistent stats (no observed time): nothing to say
     means = [(count, seconds / count) for _, count, seconds in stats.changed]
-    changed_seconds = sum(seconds for _, _, seconds in stats.changed)
 
     def excess(rate: float) -> float:  # left side - right side of (*); decreasing in rate
         return sum(count * _changed_term(mean, rate) for count, mean in means) + stats.lm_changes / rate - known
