@@ -657,6 +657,12 @@ CRAWLER_RECRAWL_EXPLORE_SHARE = envfloat("CRAWLER_RECRAWL_EXPLORE_SHARE", 0.5)
 # at a quarter of the last interval (down to CRAWLER_RECRAWL_MIN_INTERVAL): "changed every time"
 # only says it changes faster than we looked. 0: no extra visits.
 CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = envint("CRAWLER_RECRAWL_EXPLORE_FAST_VISITS", 3, minimum=0)
+# A page never seen changing is planned as if it had changed this many times over the time it
+# has been watched (not 0: a few unchanged visits do not show a page never changes). 0.5 is
+# Jeffreys' prior, which knows nothing of the web; much of the web never changes (Fetterly et al.
+# 2003: about two thirds of pages unchanged over 11 weeks), and the posterior under such a web is
+# lower: docs/benchmarks.md.
+CRAWLER_RECRAWL_UNCHANGED_PRIOR = envfloat("CRAWLER_RECRAWL_UNCHANGED_PRIOR", 0.2, minimum=0.0)
 # The change-rate estimate's memory: an observation this many visits old counts half as much
 # as the latest, so a page that changes its habits is judged by its recent ones. 0: never forget.
 CRAWLER_RECRAWL_MEMORY_VISITS = envfloat("CRAWLER_RECRAWL_MEMORY_VISITS", 20.0, minimum=0.0)

@@ -96,7 +96,7 @@ def after_visit(before: Before, observation: str, last_modified: str, now: datet
             seen = None  # a clock that went back: no observation
     rate = scheduling_rate(stats)
     interval = plan_interval(before, rate, observations, observation.saw_change, now)
-    if seen and _changed_every_time(stats, observations):
+    if seen and interval < _bounds()[1] and _changed_every_time(stats, observations):
         interval = min(interval, max(_bounds()[0], seen / FAST_EXPLORE_DIVISOR))
     fields = {
         "change_stats": changerate.to_text(stats), "change_rate": rate * DAY, "observations": observations,
@@ -124,15 +124,19 @@ FAST_EXPLORE_DIVISOR = 4.0
 
 
 def _changed_every_time(stats: changerate.ChangeStats, observations: int) -> bool:
-    """A page that changed at every one of its visits so far, within its extra exploring
-    visits (CRAWLER_RECRAWL_EXPLORE_FAST_VISITS), planned by the optimal policy: the next
-    look comes sooner (FAST_EXPLORE_DIVISOR). "Changed at every visit" says only that the
-    page changes faster than we looked; without a look at a shorter interval, a page
-    changing every hour and one changing twice a day look alike (the estimate takes the
-    first for the second, and the plan chases a page no budget keeps fresh)."""
+    """A page that changed at every one of its visits so far, none of them dated by a
+    Last-Modified, within its extra exploring visits (CRAWLER_RECRAWL_EXPLORE_FAST_VISITS),
+    planned by the optimal policy: the next look comes sooner (FAST_EXPLORE_DIVISOR).
+    "Changed at every visit" says only that the page changes faster than we looked; without
+    a look at a shorter interval, a page changing every hour and one changing twice a day
+    look alike (the estimate takes the first for the second, and the plan chases a page no
+    budget keeps fresh). after_visit looks sooner only while the plan still chases the page
+    at the least rate its visits show (changed_every_time_rate): once that alone gets the
+    longest interval, a faster page would get no more, and the looks would buy nothing. A
+    dated change needs no such look: its Last-Modified says how long ago the page changed."""
     explored, extra = settings.CRAWLER_RECRAWL_EXPLORE_VISITS, settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS
-    return (settings.CRAWLER_RECRAWL_POLICY == "optimal" and extra > 0 and _all_changed(stats)
-            and explored <= observations <= explored + extra)
+    return (settings.CRAWLER_RECRAWL_POLICY == "optimal" and extra > 0 and stats.lm_changes == 0
+            and _all_changed(stats) and explored <= observations <= explored + extra)
 
 
 def _all_changed(stats: changerate.ChangeStats) -> bool:
@@ -141,13 +145,17 @@ def _all_changed(stats: changerate.ChangeStats) -> bool:
 
 def scheduling_rate(stats: changerate.ChangeStats) -> float:
     """The rate (per second) a visit is planned with: the estimate, but a page never seen
-    changing counts half a change over the time it has been watched (the posterior mean
-    under Jeffreys' prior), not zero: three unchanged visits a day apart do not show a page
-    that changes monthly never changes, and it must not wait CRAWLER_RECRAWL_MAX_INTERVAL
-    for the next look. The longer it is watched, the lower this floor."""
+    changing counts CRAWLER_RECRAWL_UNCHANGED_PRIOR changes over the time it has been
+    watched, not zero: three unchanged visits a day apart do not show a page that changes
+    monthly never changes, and it must not wait CRAWLER_RECRAWL_MAX_INTERVAL for the next
+    look. The longer it is watched, the lower this floor. Half a change is the posterior
+    mean under Jeffreys' prior, which knows nothing of the web; on a web where many pages
+    never change, a page seen unchanged for a month most likely is one of them, and the
+    posterior mean is lower (a fifth of a change on the freshness benchmark's web, from its
+    true rates: docs/benchmarks.md)."""
     rate = changerate.estimate(stats)
     if stats.watched_seconds > 0:  # the whole time watched: the floor keeps falling though evidence fades
-        rate = max(rate, 0.5 / stats.watched_seconds)
+        rate = max(rate, settings.CRAWLER_RECRAWL_UNCHANGED_PRIOR / stats.watched_seconds)
     if stats.changed and stats.lm_changes == 0 and _all_changed(stats):
         rate = max(rate, changed_every_time_rate(stats))
     return rate

@@ -133,7 +133,8 @@ def test_a_revisit_is_a_conditional_get_and_a_304_a_revisit_record(site, tmp_pat
         "fetched", "not_modified", "not_modified", 1, 304)
     stats = changerate.from_text(row.change_stats)
     assert (stats.visits, stats.changes, changerate.estimate(stats)) == (1, 0, 0.0)  # no change seen …
-    assert row.change_rate == pytest.approx(0.5 / stats.observed_seconds * 86400)  # … half a change, for planning
+    # … a fifth of a change, for planning (CRAWLER_RECRAWL_UNCHANGED_PRIOR)
+    assert row.change_rate == pytest.approx(0.2 / stats.observed_seconds * 86400)
     assert row.next_fetch_at > timezone.now()
     assert Document.objects.get(url=row).fetched_at == stored.fetched_at  # the stored copy stands
     (first, second) = [r for r in warc(tmp_path / "warc") if r[1]["WARC-Target-URI"] == url]
@@ -238,6 +239,20 @@ def _before(now, **fields):
     return recrawl.Before(**(values | fields))
 
 
+def test_a_page_never_seen_changing_is_planned_with_a_share_of_a_change_over_the_time_watched(settings):
+    stats = changerate.ChangeStats()
+    for _ in range(10):
+        stats = changerate.observe(stats, 3 * 86400.0, False)  # 30 days the same
+    assert recrawl.scheduling_rate(stats) == pytest.approx(0.2 / (30 * 86400.0))  # the default
+    settings.CRAWLER_RECRAWL_UNCHANGED_PRIOR = 0.5  # Jeffreys'
+    assert recrawl.scheduling_rate(stats) == pytest.approx(0.5 / (30 * 86400.0))
+    settings.CRAWLER_RECRAWL_UNCHANGED_PRIOR = 0.0  # unchanged means never: the longest interval
+    assert recrawl.scheduling_rate(stats) == 0.0
+    # a change seen is the estimate's to judge
+    changed = changerate.observe(stats, 3 * 86400.0, True)
+    assert recrawl.scheduling_rate(changed) == pytest.approx(changerate.estimate(changed)) and changerate.estimate(changed) > 0
+
+
 def test_a_page_that_changed_at_every_visit_is_planned_by_its_shortest_intervals():
     stats = changerate.ChangeStats()
     for seconds in [3 * 3600.0] * 3 + [4 * 86400.0] * 10:  # three looks 3 h apart, then ten 4 days apart
@@ -280,28 +295,52 @@ def test_a_late_revisit_schedules_the_next_from_when_it_was_due(site, settings):
 def test_a_page_that_changed_at_every_visit_is_looked_at_sooner_for_a_few_visits(site, settings):
     settings.CRAWLER_RECRAWL_MIN_INTERVAL = 600.0
     now = timezone.now()
-    # a budget so dear that the plan alone would visit such a page only every CRAWLER_RECRAWL_MAX_INTERVAL
-    RecrawlPlan.objects.create(pk=1, price=1e9, explore_freq=1 / 86400, pages=1, solved_at=now)
-    recrawl.forget_plan()
     stats = changerate.ChangeStats()
     for _ in range(3):
         stats = changerate.observe(stats, 86400.0, True)
+    least = recrawl.changed_every_time_rate(stats)  # three changes in three days: at least ~2 a day
+
+    def plan(price):
+        RecrawlPlan.objects.update_or_create(pk=1, defaults=dict(price=price, explore_freq=1 / 86400, pages=1,
+                                                                 solved_at=now))
+        recrawl.forget_plan()
 
     def interval(observations, stats, seen=86400.0):
         before = _before(now, change_stats=changerate.to_text(stats), observations=observations,
                          observed_at=now - timedelta(seconds=seen))
         return recrawl.after_visit(before, "changed", "", now)["recrawl_interval"]
 
-    # three daily visits each saw a change: the next comes after a quarter of the last interval…
+    # A price at which such a page is worth a visit about once a day (φ(x) = 0.6 = price·λ/w at
+    # x = λ/f ≈ 2), and one changing more than 1/0.6 times as fast is not worth chasing at all.
+    plan(0.6 / least)
+    chased = changerate._gain_inverse(0.6) / least
+    longest = settings.CRAWLER_RECRAWL_MAX_INTERVAL
+    # three daily visits each saw a change: the next comes after a quarter of the last interval …
     assert interval(3, stats) == pytest.approx(21600)
+    # … but once the least rate the visits show is one the plan no longer chases (a 6-hour
+    # interval that saw a change too: at least ~4.4 a day), a faster page would get no more
+    # visits, and looking sooner would buy nothing
+    assert interval(4, changerate.observe(stats, 21600.0, True), seen=21600.0) == pytest.approx(longest)
+    plan(0.1 / least)  # a cheaper budget still chases it: a quarter of the 6 hours
     assert interval(4, changerate.observe(stats, 21600.0, True), seen=21600.0) == pytest.approx(5400)
-    dated = changerate.observe(changerate.ChangeStats(), 86400.0, True, since_last_modified=600.0)  # a Last-Modified
-    assert interval(3, dated, seen=7 * 86400.0) == pytest.approx(7 * 21600)  # alike
+    plan(0.6 / least)
+    # A dated change needs no sooner look: its Last-Modified says how long ago the page changed
+    # (an hour before each of three daily visits), and the plan has its interval for that
+    dated = changerate.ChangeStats()
+    for _ in range(3):
+        dated = changerate.observe(dated, 86400.0, True, since_last_modified=3600.0)
+    assert interval(3, dated) == pytest.approx(longest)
     # … never below the minimum interval, and only for CRAWLER_RECRAWL_EXPLORE_FAST_VISITS more visits
+    plan(1e-12)  # anything is chased
     assert interval(5, changerate.observe(stats, 1800.0, True), seen=1800.0) == pytest.approx(600)
-    assert interval(6, stats, seen=21600.0) > 43200
+    plan(0.6 / least)
     settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = 0
-    assert interval(3, stats) > 43200
+    own = interval(3, stats)  # the plan's own interval: about a day
+    assert own == pytest.approx(chased, rel=0.2)
+    settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = 3
+    assert interval(6, stats) == pytest.approx(own)  # past the extra looks
+    settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = 0
+    assert interval(3, stats) == pytest.approx(own)  # or with none
     settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = 3
     settings.CRAWLER_RECRAWL_POLICY = "uniform"  # the baselines stay what they are: here one page,
     settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 1.0  # one visit a day
@@ -309,7 +348,7 @@ def test_a_page_that_changed_at_every_visit_is_looked_at_sooner_for_a_few_visits
     settings.CRAWLER_RECRAWL_POLICY = "optimal"
     # a visit that saw no change ends it
     before = _before(now, change_stats=changerate.to_text(stats), observations=3, observed_at=now - timedelta(days=1))
-    assert recrawl.after_visit(before, "unchanged", "", now)["recrawl_interval"] > 43200
+    assert recrawl.after_visit(before, "unchanged", "", now)["recrawl_interval"] > 21600
 
 
 def test_a_visit_counts_from_its_response_not_from_its_record(site):
