@@ -655,7 +655,8 @@ CRAWLER_RECRAWL_EXPLORE_INTERVAL = envfloat("CRAWLER_RECRAWL_EXPLORE_INTERVAL", 
 CRAWLER_RECRAWL_EXPLORE_SHARE = envfloat("CRAWLER_RECRAWL_EXPLORE_SHARE", 0.5)
 # A page that changed at every visit so far gets up to this many more exploring visits, each
 # at a quarter of the last interval (down to CRAWLER_RECRAWL_MIN_INTERVAL): "changed every time"
-# only says it changes faster than we looked. 0: no extra visits.
+# only says it changes faster than we looked. Not for changes dated by Last-Modified, nor once
+# the plan would not chase the page at the least rate its visits show. 0: no extra visits.
 CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = envint("CRAWLER_RECRAWL_EXPLORE_FAST_VISITS", 3, minimum=0)
 # A page never seen changing is planned as if it had changed this many times over the time it
 # has been watched (not 0: a few unchanged visits do not show a page never changes). 0.5 is

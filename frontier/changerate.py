@@ -20,9 +20,9 @@ seconds, rates (λ) and visit frequencies (f) per second, budgets in fetches per
    time an observation tells about: a whole interval when it saw no change or an undated one,
    only τ when the change is dated (what came before the last change says nothing about the
    rate: with the whole interval, a page changing hourly and visited monthly came out changing
-   less than daily, as R then outweighed every τ). The left side falls from +inf to 0 as λ grows and the right side is a positive
-   constant: one root, found by bisection on log λ. It is finite even when every visit saw a
-   change, and 0 when none did.
+   less than daily, as R then outweighed every τ). The left side falls from +inf to 0 as λ
+   grows and the right side is a positive constant: one root, found by bisection on log λ. It
+   is finite even when every visit saw a change, and 0 when none did.
    Regular intervals I, n visits, X changed, no Last-Modified: (*) is X·I/(e^(λI) - 1) =
    (n - X)·I + I/2, so e^(λI) = 1 + X/(n - X + 0.5) = (n + 0.5)/(n - X + 0.5): exactly their
    bias-reduced estimator λ = -log((n - X + 0.5)/(n + 0.5)) / I.
