@@ -96,7 +96,7 @@ def after_visit(before: Before, observation: str, last_modified: str, now: datet
             seen = None  # a clock that went back: no observation
     rate = scheduling_rate(stats)
     interval = plan_interval(before, rate, observations, observation.saw_change, now)
-    if seen and interval < _bounds()[1] and _changed_every_time(stats, observations):
+    if seen and _looks_sooner(stats, observations, interval):
         interval = min(interval, max(_bounds()[0], seen / FAST_EXPLORE_DIVISOR))
     fields = {
         "change_stats": changerate.to_text(stats), "change_rate": rate * DAY, "observations": observations,
@@ -123,24 +123,27 @@ def _late_by(before: Before, now: datetime, interval: float, seen: float | None)
 FAST_EXPLORE_DIVISOR = 4.0
 
 
-def _changed_every_time(stats: changerate.ChangeStats, observations: int) -> bool:
+def _looks_sooner(stats: changerate.ChangeStats, observations: int, interval: float) -> bool:
     """A page that changed at every one of its visits so far, none of them dated by a
     Last-Modified, within its extra exploring visits (CRAWLER_RECRAWL_EXPLORE_FAST_VISITS),
-    planned by the optimal policy: the next look comes sooner (FAST_EXPLORE_DIVISOR).
-    "Changed at every visit" says only that the page changes faster than we looked; without
-    a look at a shorter interval, a page changing every hour and one changing twice a day
-    look alike (the estimate takes the first for the second, and the plan chases a page no
-    budget keeps fresh). after_visit looks sooner only while the plan still chases the page
-    at the least rate its visits show (changed_every_time_rate): once that alone gets the
-    longest interval, a faster page would get no more, and the looks would buy nothing. A
-    dated change needs no such look: its Last-Modified says how long ago the page changed."""
+    planned by the optimal policy at less than the longest interval: the next look comes
+    sooner (FAST_EXPLORE_DIVISOR). "Changed at every visit" says only that the page changes
+    faster than we looked; without a look at a shorter interval, a page changing every hour
+    and one changing twice a day look alike (the estimate takes the first for the second,
+    and the plan chases a page no budget keeps fresh). `interval` is the plan's for the
+    least rate the visits show (changed_every_time_rate): when that alone gets the longest
+    interval, a faster page would get no more, and the looks would buy nothing. A dated
+    change needs no such look: its Last-Modified says how long ago the page changed."""
     explored, extra = settings.CRAWLER_RECRAWL_EXPLORE_VISITS, settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS
-    return (settings.CRAWLER_RECRAWL_POLICY == "optimal" and extra > 0 and stats.lm_changes == 0
-            and _all_changed(stats) and explored <= observations <= explored + extra)
+    return (settings.CRAWLER_RECRAWL_POLICY == "optimal" and extra > 0
+            and explored <= observations <= explored + extra and interval < _bounds()[1]
+            and _changed_every_time_undated(stats))
 
 
-def _all_changed(stats: changerate.ChangeStats) -> bool:
-    return stats.visits > 0 and stats.changes >= stats.visits * (1 - 1e-6)  # faded counts are rounded
+def _changed_every_time_undated(stats: changerate.ChangeStats) -> bool:
+    """Every visit saw a change and none was dated by a Last-Modified."""
+    return (bool(stats.changed) and stats.lm_changes == 0
+            and stats.changes >= stats.visits * (1 - 1e-6))  # faded counts are rounded
 
 
 def scheduling_rate(stats: changerate.ChangeStats) -> float:
@@ -156,7 +159,7 @@ def scheduling_rate(stats: changerate.ChangeStats) -> float:
     rate = changerate.estimate(stats)
     if stats.watched_seconds > 0:  # the whole time watched: the floor keeps falling though evidence fades
         rate = max(rate, settings.CRAWLER_RECRAWL_UNCHANGED_PRIOR / stats.watched_seconds)
-    if stats.changed and stats.lm_changes == 0 and _all_changed(stats):
+    if _changed_every_time_undated(stats):
         rate = max(rate, changed_every_time_rate(stats))
     return rate
 

@@ -149,7 +149,7 @@ def test_last_modified_makes_the_estimate_at_least_as_accurate(changes_per_visit
 
 @pytest.mark.parametrize("interval_days", [0.1, 1.0, 5.0, 30.0])
 def test_a_dated_fast_page_is_estimated_alike_however_rarely_it_is_visited(interval_days):
-    # A page changing hourly, visited every 5 days with a Last-Modified: every visit dates the
+    # A page changing hourly, visited every 0.1 to 30 days with a Last-Modified: every visit dates the
     # last change about an hour back. The bias term is half the mean time the visits tell
     # something about (the dated part), not half the mean interval: with the interval's, a
     # page visited every 30 days came out changing less than once a day.
