@@ -151,8 +151,11 @@ class SessionEngine:
             self._clean_stop = (self.writer is None or self.writer.idle) and not self._sessions
             self._stopped = True
             self._changed.notify_all()
+        # Up to the deadline, not a fixed second: the keeper's last beat (a clean stop, its
+        # hosts given back) must be written before a worker process exits, even when the
+        # database is slow to take it; else the others read the stop as a death.
         for thread in self._threads:
-            thread.join(timeout=1.0)
+            thread.join(timeout=max(1.0, deadline - time.monotonic()))
 
     def _spawn(self, name: str, target) -> threading.Thread:
         thread = threading.Thread(target=target, name=f"{self.name}-{name}", daemon=True)

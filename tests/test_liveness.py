@@ -175,6 +175,46 @@ def test_it_shows_a_worker_once_a_real_engine_has_run_its_keeper_and_a_stopped_o
     assert live["workers_online"] == sum(p["kind"] == "worker" and p["state"] == "online" for p in live["processes"])
 
 
+def test_stop_waits_for_the_keepers_last_beat_when_the_database_is_slow_to_take_it(settings, pages):
+    """The keeper's last word ("stopped", its hosts given back) is written before stop()
+    returns, even when the heartbeat row is held by another transaction for longer than a
+    second: a worker process exits right after stop(), and a stop that did not wait would
+    leave a heartbeat that the console and the other processes read as a death."""
+    from django.db import transaction
+    from django.db.models import F
+
+    settings.CRAWLER_LEASE_SECONDS = 1.2
+    settings.CRAWLER_HEARTBEAT_SECONDS = 0.1
+    frontier.add_seeds([f"{pages}/0"])
+    engine = SessionEngine(fetch_threads=1, name="worker-slow-stop").start()
+    held, release = threading.Event(), threading.Event()
+
+    def hold_the_row(row_id):
+        try:
+            with transaction.atomic():  # a write lock on the row (the whole file on SQLite)
+                ProcessHeartbeat.objects.filter(pk=row_id).update(requests=F("requests"))
+                held.set()
+                release.wait(10)
+        finally:
+            connection.close()
+
+    holder = None
+    try:
+        for lease in frontier.lease_ready_hosts("test", 5):
+            engine.submit(lease)
+        row = wait_until(lambda: ProcessHeartbeat.objects.filter(requests__gte=2, stopped_at=None).first())
+        holder = threading.Thread(target=hold_the_row, args=(row.id,))
+        holder.start()
+        assert held.wait(10)
+        threading.Timer(2.5, release.set).start()  # longer than any fixed short join
+        engine.stop()
+    finally:
+        release.set()
+        if holder is not None:
+            holder.join(10)
+    assert ProcessHeartbeat.objects.get(pk=row.id).stopped_at is not None
+
+
 def test_a_lease_given_back_is_free_at_once_and_the_engine_goes_on_opening_sessions(pages):
     """A Celery worker whose engine stays full gives its next lease back (fetch/runners.py):
     the host can be leased again at once, and the same engine still opens later leases."""
