@@ -54,7 +54,9 @@ answered 304.  noise changed: noise-only pages the crawler counted as changed.  
 freshness above uniform's, and the share of the oracle's gain over uniform the policy gets
 ((F - F_uniform) / (F_oracle - F_uniform)).  A second table splits visits and freshness by
 true change rate (per simulated day), with the median of the crawler's own estimates at the
-end.  Last, the theory: Cho & Garcia-Molina's freshness for uniform and for the optimum with
+end.  Then the later half of the window alone: by then every page has been explored, so it
+shows how close the plan comes to the oracle once the rates are learnt (the whole window also
+counts what learning them costs, a third of the window or more at a small budget).  Last, the theory: Cho & Garcia-Molina's freshness for uniform and for the optimum with
 the true rates and exactly this budget, every visit on time (what the uniform and oracle
 rows approach when the crawler spends its whole budget on schedule).  A warning follows if
 the crawler's source changed between policies (then they are not comparable).
@@ -243,11 +245,14 @@ class Samples:
     """Freshness and age samples taken at regular ticks; the averages count the steady window."""
 
     started: float                                # wall time of the crawl's first request
+    later_from: float = math.inf                  # wall time from which a sample is in the later half
     count: int = 0
     last_at: float | None = None                  # wall time of the last steady sample
     freshness: float = 0.0
     age_days: float = 0.0
     fresh_by_url: Counter = field(default_factory=Counter)
+    later_count: int = 0                          # steady samples in the later half, and their freshness
+    later_freshness: float = 0.0
     series: list = field(default_factory=list)    # (simulated days since the start, freshness)
     waiting: list = field(default_factory=list)   # steady samples of the revisits waiting (sample_crawl)
 
@@ -260,6 +265,9 @@ class Samples:
         self.waiting.append(waiting)
         self.last_at = wall_time
         self.freshness += fresh
+        if wall_time >= self.later_from:
+            self.later_count += 1
+            self.later_freshness += fresh
         self.age_days += truth.age(stored, wall_time) / truth.config.day_seconds
         for page in truth.pages():
             if stored.get(page.url) is not None and stored[page.url] == truth.live_version(page.url, wall_time):
@@ -281,7 +289,7 @@ def crawl_started(log: Path, proc: subprocess.Popen) -> float:
 def sample_until(proc: subprocess.Popen, truth: Truth, database: Path, window: tuple[float, float],
                  started: float) -> Samples:
     """Sample every tick until the window ends or the crawl exits."""
-    samples = Samples(started)
+    samples = Samples(started, later_from=(window[0] + window[1]) / 2)
     tick = min(SAMPLE_SECONDS, truth.config.day_seconds / 4)
     next_at = time.time()
     while time.time() < window[1] and proc.poll() is None:
@@ -456,6 +464,7 @@ def run_policy(policy: str, args, out: Path, template: Path) -> dict:
     result = {
         "policy": policy,
         "freshness": samples.freshness / samples.count if samples.count else None,
+        "later_freshness": samples.later_freshness / samples.later_count if samples.later_count else None,
         "age_days": samples.age_days / samples.count if samples.count else None,
         "samples": samples.count,
         # revisits due and not made yet, in the steady window: mean, and as days of budget
@@ -491,14 +500,28 @@ def predicted_freshness(args) -> dict[str, float]:
 
 
 def add_gains(results: dict[str, dict]) -> None:
-    """Freshness gained over uniform, and its share of the oracle's gain over uniform."""
-    uniform = results.get("uniform", {}).get("freshness")
-    oracle = results.get("oracle", {}).get("freshness")
-    for result in results.values():
-        fresh = result["freshness"]
-        result["gain_over_uniform"] = None if uniform is None or fresh is None else fresh - uniform
-        result["share_of_oracle_gain"] = (None if None in (uniform, oracle, fresh) or oracle <= uniform
-                                          else (fresh - uniform) / (oracle - uniform))
+    """Freshness gained over uniform, and its share of the oracle's gain over uniform; the
+    same share for the later half of the window alone."""
+    for key, gain, share in (("freshness", "gain_over_uniform", "share_of_oracle_gain"),
+                             ("later_freshness", "later_gain_over_uniform", "later_share_of_oracle_gain")):
+        uniform = results.get("uniform", {}).get(key)
+        oracle = results.get("oracle", {}).get(key)
+        for result in results.values():
+            fresh = result.get(key)
+            result[gain] = None if uniform is None or fresh is None else fresh - uniform
+            result[share] = (None if None in (uniform, oracle, fresh) or oracle <= uniform
+                             else (fresh - uniform) / (oracle - uniform))
+
+
+def later_half(results: dict[str, dict], args) -> str:
+    """The later half of the window alone: once every page has been explored, how close the
+    plan comes to the oracle (the whole window also counts what learning the rates costs)."""
+    cells = [f"{p} {_fmt(r.get('later_freshness'), '.3f')}"
+             + (f" ({_fmt(r['later_share_of_oracle_gain'], '.0%')} of the oracle's gain)"
+                if r.get("later_share_of_oracle_gain") is not None and p not in ("uniform", "oracle") else "")
+             for p, r in results.items()]
+    start = (WARMUP_SHARE * args.days + args.days) / 2
+    return f"Later half of the window (simulated days {start:g} to {args.days:g}): freshness " + ", ".join(cells) + "."
 
 
 def _fmt(value, spec: str) -> str:
@@ -569,6 +592,7 @@ def main(argv=None) -> int:
               "policies": results}
     (out / "freshness.json").write_text(json.dumps(report, indent=1))
     print("\n" + table(results) + "\n\n" + class_table(results))
+    print("\n" + later_half(results, args))
     print(f"\nTheory (true rates, this budget, every visit on time): uniform {predicted['uniform']:.3f}, "
           f"optimal {predicted['optimal']:.3f}.")
     if len({r["crawler_code"] for r in results.values()}) > 1:

@@ -65,6 +65,7 @@ def test_a_small_run_reports_meaningful_figures(tmp_path):
         cwd=ROOT, env=dict(os.environ), text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "| policy | freshness |" in proc.stdout
+    assert f"Later half of the window (simulated days {(0.1 * DAYS + DAYS) / 2:g} to {DAYS:g}): freshness optimal " in proc.stdout
     report = json.loads((tmp_path / "freshness.json").read_text())
     assert list(report["policies"]) == ["optimal", "uniform"]
     budget = report["budget_per_sim_day"]
@@ -72,6 +73,9 @@ def test_a_small_run_reports_meaningful_figures(tmp_path):
     initial_crawl = HOSTS * (PAGES + 1)
     for policy, result in report["policies"].items():
         assert 0 < result["freshness"] <= 1, policy
+        assert 0 < result["later_freshness"] <= 1, policy  # the later half of the window alone
+        assert result["later_gain_over_uniform"] == pytest.approx(
+            result["later_freshness"] - report["policies"]["uniform"]["later_freshness"])
         assert result["age_days"] >= 0 and result["samples"] > 10
         assert initial_crawl < result["fetches"] <= initial_crawl + 1.25 * budget * DAYS, policy
         # Above 1 by what was carried over (CRAWLER_RECRAWL_CARRY_SECONDS, a plan period's worth:
