@@ -664,6 +664,12 @@ CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = envint("CRAWLER_RECRAWL_EXPLORE_FAST_VISIT
 # 2003: about two thirds of pages unchanged over 11 weeks), and the posterior under such a web is
 # lower: docs/benchmarks.md.
 CRAWLER_RECRAWL_UNCHANGED_PRIOR = envfloat("CRAWLER_RECRAWL_UNCHANGED_PRIOR", 0.2, minimum=0.0)
+# A page whose first response carries a Last-Modified at least this many seconds old (30 days)
+# is not explored: it counts as explored and as watched unchanged for this long (no longer: a
+# date can lie), and is planned by that. Most of the web changes rarely (Fetterly et al. 2003),
+# and its dates say so before any revisit. 0: every new page is explored.
+CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE = envfloat("CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE", 30 * 86400.0,
+                                                   minimum=0.0)
 # The change-rate estimate's memory: an observation this many visits old counts half as much
 # as the latest, so a page that changes its habits is judged by its recent ones. 0: never forget.
 CRAWLER_RECRAWL_MEMORY_VISITS = envfloat("CRAWLER_RECRAWL_MEMORY_VISITS", 20.0, minimum=0.0)

@@ -190,8 +190,9 @@ def _number(value: float) -> str:
 
 
 def to_text(stats: ChangeStats) -> str:
-    """Compact text for a TextField; "" for no visits."""
-    if stats.visits == 0:
+    """Compact text for a TextField; "" for no visits and no time watched (a first visit
+    can bring time known unchanged from its Last-Modified: frontier/recrawl.py)."""
+    if stats.visits == 0 and stats.watched_seconds == 0:
         return ""
     fields = ",".join(f'"{key}":{_number(getattr(stats, name))}' for key, name, _ in _FIELDS)
     buckets = ",".join(f"[{bucket},{_number(count)},{_number(seconds)}]" for bucket, count, seconds in stats.changed)

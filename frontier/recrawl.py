@@ -4,8 +4,9 @@ the most freshness, and beat moves due URLs back into the fetch queue.
 
     a visit is recorded      records.py calls after_visit(): the observation (304, same
                              text, noise, changed) updates the URL's bounded summary
-                             (changerate.py, older visits fading), its rate is estimated
-                             again, and its next visit is planned: next_fetch_at = the
+                             (changerate.py, older visits fading; on a first visit, a
+                             Last-Modified long past counts as time watched), its
+                             rate is estimated again, and its next visit is planned: next_fetch_at = the
                              response's time + interval - how late this visit came (up
                              to half the interval)
     beat: plan_recrawl       solves the budget's price from every estimate (a few numbers
@@ -94,6 +95,14 @@ def after_visit(before: Before, observation: str, last_modified: str, now: datet
             observations += 1
         else:
             seen = None  # a clock that went back: no observation
+    elif before.observed_at is None and _dated_long_ago(last_modified, now):
+        # A first visit whose Last-Modified is long past: the page has not changed for that
+        # long, which says more than the exploring visits would. It counts as explored, and
+        # as watched for CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE (the unchanged prior's time,
+        # scheduling_rate), not as an observation: a date that lies then costs one long
+        # interval, and the first change a visit sees is judged by the visits alone.
+        stats = changerate.ChangeStats(watched_seconds=settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE)
+        observations = max(observations, settings.CRAWLER_RECRAWL_EXPLORE_VISITS)
     rate = scheduling_rate(stats)
     interval = plan_interval(before, rate, observations, observation.saw_change, now)
     if seen and _looks_sooner(stats, observations, interval):
@@ -202,6 +211,19 @@ def _since_last_modified(value: str, now: datetime, interval: float) -> float | 
     stated = (now - when).total_seconds()
     since = (max(0.0, stated - HTTP_DATE_RESOLUTION) + stated) / 2
     return since if 0 < since <= interval else None
+
+
+def _dated_long_ago(value: str, now: datetime) -> bool:
+    """Whether a Last-Modified names a time at least CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE
+    before `now` (never, when that setting is 0)."""
+    age = settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE
+    if age <= 0 or not value:
+        return False
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return False
+    return when is not None and when.tzinfo is not None and (now - when).total_seconds() >= age
 
 
 def weight_of(priority: int) -> float:

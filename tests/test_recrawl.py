@@ -276,6 +276,52 @@ def test_a_last_modified_counts_from_the_middle_of_the_second_it_names():
     assert recrawl._since_last_modified("not a date", now, 60.0) is None
 
 
+def test_a_first_visit_dated_long_ago_is_not_explored_and_counts_as_watched_that_long(settings):
+    now = timezone.now()
+    month = 30 * 86400.0  # CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE's default
+    long_ago = email.utils.format_datetime(now - timedelta(days=400), usegmt=True)
+
+    def first_visit(last_modified):
+        before = _before(now, observed_at=None, observations=0, change_stats="", recrawl_interval=None)
+        return recrawl.after_visit(before, "first", last_modified, now)
+
+    dated = first_visit(long_ago)
+    assert dated["observations"] == settings.CRAWLER_RECRAWL_EXPLORE_VISITS
+    assert not recrawl.exploring(dated["observations"])
+    stats = changerate.from_text(dated["change_stats"])
+    assert (stats.visits, stats.watched_seconds) == (0, month)  # time watched, not an observation
+    assert dated["change_rate"] == pytest.approx(0.2 / month * 86400)  # the unchanged prior over a month
+    # A date of last week, none, or no date at all: explored as any new page
+    for value in (email.utils.format_datetime(now - timedelta(days=7), usegmt=True), "", "last year"):
+        fresh = first_visit(value)
+        assert (fresh["observations"], fresh["change_stats"], fresh["change_rate"]) == (0, "", 0.0), value
+    settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE = 0  # off: every new page is explored
+    assert first_visit(long_ago)["observations"] == 0
+    # A date that lied: the page changed within a day while still naming the old date. The
+    # change is judged by the visits alone (one change in one day: Cho's ln 3 a day), not
+    # against the month the date claimed.
+    settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE = month
+    later = now + timedelta(days=1)
+    before = _before(later, observed_at=now, observations=dated["observations"], change_stats=dated["change_stats"])
+    changed = recrawl.after_visit(before, "changed", long_ago, later)
+    assert changed["change_rate"] == pytest.approx(math.log(3))
+    assert changerate.from_text(changed["change_stats"]).watched_seconds == pytest.approx(month + 86400)
+
+
+def test_a_page_served_with_an_old_last_modified_is_planned_without_exploring(site, settings):
+    old = email.utils.format_datetime(timezone.now() - timedelta(days=400), usegmt=True)
+    site.html("/", PROSE, links=["/old", "/undated"])
+    site.html("/old", PROSE + "old", etag='"o1"', last_modified=old)
+    site.html("/undated", PROSE + "undated", etag='"u1"')
+    frontier.add_seeds([site.origin + "/"])
+    crawl()
+    rows = dict(Url.objects.filter(url__in=[site.origin + "/old", site.origin + "/undated"]).values_list(
+        "url", "observations"))
+    assert rows == {site.origin + "/old": settings.CRAWLER_RECRAWL_EXPLORE_VISITS, site.origin + "/undated": 0}
+    stats = changerate.from_text(Url.objects.get(url=site.origin + "/old").change_stats)
+    assert stats.watched_seconds == settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE and stats.visits == 0
+
+
 def test_a_late_revisit_schedules_the_next_from_when_it_was_due(site, settings):
     settings.CRAWLER_RECRAWL_POLICY = "uniform"  # every interval CRAWLER_RECRAWL_MIN_INTERVAL here
     settings.CRAWLER_RECRAWL_MIN_INTERVAL = 3600.0
