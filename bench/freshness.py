@@ -24,7 +24,10 @@ Why the settings are scaled.  The web runs in accelerated time: a simulated day 
 `--day-seconds` real seconds.  Every interval of the crawler that is about how pages change
 is a setting in real seconds, so each is given its usual value in simulated time multiplied
 by day_seconds / 86400: the revisit bounds (1 hour, 60 days), the exploration interval
-(1 day), the recheck of gone pages (30 days) and the failure back-off ladder (1-8 weeks).
+(1 day), the age of a first Last-Modified that spares a page its exploring (30 days), the
+recheck of gone pages (30 days) and the failure back-off ladder (1-8 weeks).  `--history-days`
+starts the crawl that many simulated days into the web's life, so that, as on a real web, the
+first Last-Modified dates reach back before the crawl (by default the web starts with it).
 Beat's work runs often enough for that clock: the plan is solved once a simulated day and due
 revisits are released every min(0.25 s, day/8), with a plan period's budget (a simulated day)
 carried over at most, as by default (CRAWLER_RECRAWL_CARRY_SECONDS = the plan period).  The budget is `--budget-ratio` x pages
@@ -125,6 +128,10 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="revisits per simulated day, as a share of the number of pages")
     parser.add_argument("--policies", default=",".join(POLICIES))
     parser.add_argument("--seed", type=int, default=1, help="the changing web's seed")
+    parser.add_argument("--history-days", type=float, default=0.0,
+                        help="simulated days the web has been changing when the crawl starts (0: it starts "
+                             "with the crawl; more: the first Last-Modified dates reach that far back, as on "
+                             "a real web)")
     parser.add_argument("--out", default="var/bench-freshness")
     parser.add_argument("--set", action="append", default=[], metavar="CRAWLER_NAME=VALUE",
                         help="a crawler setting for every policy (repeatable): to measure one part of the "
@@ -143,6 +150,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error(f"--policies: choose among {', '.join(POLICIES)}")
     if args.days <= 0 or (args.day_seconds is not None and args.day_seconds <= 0) or args.budget_ratio <= 0:
         parser.error("--days, --day-seconds and --budget-ratio must be > 0")
+    if not 0 <= args.history_days <= 1000:
+        parser.error("--history-days must be in [0, 1000]")
     if args.day_seconds is None:
         args.day_seconds = max(2.0, budget_per_sim_day(args) / MAX_FETCH_RATE)
     return args
@@ -154,7 +163,7 @@ def web_config(args) -> ChangeConfig:
     """The changing web's defaults but for the size, the clock and a cheap Crawl-delay; pages
     keep changing well past the end of the run (the horizon)."""
     return ChangeConfig(hosts=args.hosts, pages_per_host=args.pages, port=0, seed=args.seed,
-                        day_seconds=args.day_seconds, horizon_days=max(400.0, 2 * args.days),
+                        day_seconds=args.day_seconds, horizon_days=max(400.0, 2 * args.days + args.history_days),
                         crawl_delay=POLITE_DELAY)
 
 
@@ -176,6 +185,7 @@ def crawl_settings(args, policy: str, directory: Path, oracle_file: Path) -> dic
         "CRAWLER_RECRAWL_MAX_INTERVAL": 60 * DAY * scale,
         "CRAWLER_RECRAWL_EXPLORE_INTERVAL": DAY * scale,
         "CRAWLER_RECRAWL_EXPLORE_VISITS": EXPLORE_VISITS,
+        "CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE": 30 * DAY * scale,
         "CRAWLER_GONE_RECHECK_SECONDS": 30 * DAY * scale,
         "CRAWLER_FAILURE_BACKOFF": ",".join(repr(n * week) for n in (1, 2, 4, 8)),
         "CRAWLER_RECRAWL_RELEASE_SECONDS": min(0.25, args.day_seconds / 8),
@@ -445,7 +455,10 @@ def run_policy(policy: str, args, out: Path, template: Path) -> dict:
     settings = crawl_settings(args, policy, directory, oracle_file)
     code = crawler_code()
     seconds = args.days * args.day_seconds
-    with run_server(directory, *web_config(args).to_argv(), ready_timeout=READY_TIMEOUT) as (truth, _, log, _):
+    # The web's day 0: when its server starts, or that many simulated days before.
+    history = ["--epoch", repr(time.time() - args.history_days * args.day_seconds)] if args.history_days else []
+    with run_server(directory, *web_config(args).to_argv(), *history,
+                    ready_timeout=READY_TIMEOUT) as (truth, _, log, _):
         write_oracle_rates(truth, oracle_file)
         command = [sys.executable, "manage.py", "crawl", "--continuous", "--max-seconds", repr(seconds),
                    "--no-progress", *index_urls(truth)]
@@ -476,7 +489,7 @@ def run_policy(policy: str, args, out: Path, template: Path) -> dict:
         "series": samples.series,
         "settings": settings,
         "crawler_code": code,
-        "startup_sim_days": (started - truth.epoch) / args.day_seconds,
+        "startup_sim_days": (started - truth.epoch) / args.day_seconds - args.history_days,
         "window": window,
     }
     result["budget_used"] = result["fetches_per_day"] / budget_per_sim_day(args)
@@ -569,6 +582,8 @@ def preamble(args) -> str:
             f"Averages over the steady window: simulated days {WARMUP_SHARE * args.days:g} to {args.days:g} "
             f"(the first {WARMUP_SHARE:.0%}, the initial crawl, left out). Fetches: GETs of pages and index "
             f"pages, not robots.txt."
+            + (f"\nHistory: the web has been changing for {args.history_days:g} simulated days when the crawl "
+               f"starts." if args.history_days else "")
             + "".join(f"\nSet: {name}={value}" for name, value in args.set.items()))
 
 

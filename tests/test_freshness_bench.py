@@ -32,6 +32,7 @@ def test_intervals_are_scaled_to_the_simulated_day(tmp_path):
     assert float(settings["CRAWLER_RECRAWL_MIN_INTERVAL"]) == pytest.approx(2 / 24)      # 1 hour
     assert float(settings["CRAWLER_RECRAWL_MAX_INTERVAL"]) == pytest.approx(120)         # 60 days
     assert float(settings["CRAWLER_RECRAWL_EXPLORE_INTERVAL"]) == pytest.approx(2)       # 1 day
+    assert float(settings["CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE"]) == pytest.approx(60)  # 30 days
     # 0.5 x 10 pages = 5 fetches per simulated day = 5 per 2 s = 216,000 per real day
     assert float(settings["CRAWLER_RECRAWL_BUDGET_PER_DAY"]) == pytest.approx(5 * 86400 / 2)
 
@@ -43,6 +44,17 @@ def test_a_larger_budget_gets_a_longer_simulated_day_unless_one_is_given():
     assert day == {0.2: 2.0, 0.25: 2.0, 0.3: pytest.approx(2.4), 0.5: pytest.approx(4.0)}
     assert freshness.parse_args(["--budget-ratio", "0.5", "--day-seconds", "2"]).day_seconds == 2.0
     assert "50 a real second" in freshness.preamble(freshness.parse_args(["--budget-ratio", "0.5"]))
+
+
+def test_the_web_can_have_a_history_before_the_crawl(capsys):
+    args = freshness.parse_args(["--history-days", "60", "--days", "60"])
+    assert freshness.web_config(args).horizon_days == 400  # the crawl's 60 days and the 60 before fit
+    assert freshness.web_config(freshness.parse_args(["--history-days", "300", "--days", "60"])).horizon_days == 420
+    assert "changing for 60 simulated days when the crawl starts" in freshness.preamble(args)
+    assert "History" not in freshness.preamble(freshness.parse_args([]))  # by default it starts with the crawl
+    with pytest.raises(SystemExit):
+        freshness.parse_args(["--history-days", "-1"])
+    assert "--history-days" in capsys.readouterr().err
 
 
 def test_one_part_of_the_policy_can_be_measured_alone(tmp_path, capsys):
