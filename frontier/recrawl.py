@@ -5,10 +5,10 @@ the most freshness, and beat moves due URLs back into the fetch queue.
     a visit is recorded      records.py calls after_visit(): the observation (304, same
                              text, noise, changed) updates the URL's bounded summary
                              (changerate.py, older visits fading; on a first visit, a
-                             Last-Modified long past counts as time watched), its
-                             rate is estimated again, and its next visit is planned: next_fetch_at = the
-                             response's time + interval - how late this visit came (up
-                             to half the interval)
+                             Last-Modified long past counts as time watched), its rate
+                             is estimated again, and its next visit is planned:
+                             next_fetch_at = the response's time + interval - how late
+                             this visit came (up to half the interval)
     beat: plan_recrawl       solves the budget's price from every estimate (a few numbers
                              kept in RecrawlPlan): what one more visit must buy to be worth it
     beat: release_due        moves URLs whose visit is due back to "queued", oldest first,
