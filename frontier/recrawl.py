@@ -247,7 +247,8 @@ def plan_interval(before: Before, rate: float, observations: int, changed: bool,
     low, high = _bounds()
     policy = settings.CRAWLER_RECRAWL_POLICY
     plan = current_plan()
-    uniform = min(max(changerate.uniform_interval(max(plan.pages, 1), _budget()), low), high)
+    uniform = (high if plan.price == math.inf and plan.pages == 0  # no plan yet: see current_plan
+               else min(max(changerate.uniform_interval(max(plan.pages, 1), _budget()), low), high))
     if policy == "uniform":
         return uniform
     if policy == "adaptive":  # Nutch starts every page at its default interval: here, uniform's
@@ -297,8 +298,15 @@ def current_plan() -> PlanView:
         if _plan_cache is not None and time.monotonic() - _plan_cache[0] < PLAN_CACHE_SECONDS:
             return _plan_cache[1]
     row = RecrawlPlan.objects.filter(pk=1).values_list("price", "explore_freq", "pages", "solved_at").first()
-    if row is None or row[3] is None:  # never solved: spend as if the budget were plentiful
+    if row is None or row[3] is None:  # never solved (no beat): spend as if the budget were plentiful
         view = PlanView(0.0, 1.0 / settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL, 0)
+    elif row[2] == 0:
+        # Solved before any page was fetched (a crawl's first minutes): no price yet. Planned at
+        # the shortest interval, every page of those minutes would be due again within the hour,
+        # ahead of every later page and spending the budget's first hours (or day) on them.
+        # Planned long instead (exploring pages at the exploring interval); the next plan's
+        # reschedule brings sooner what it wants sooner (it never moves a visit later).
+        view = PlanView(math.inf, row[1], 0)
     else:
         view = PlanView(row[0], row[1], row[2])
     with _plan_lock:

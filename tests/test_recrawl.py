@@ -322,6 +322,36 @@ def test_a_page_served_with_an_old_last_modified_is_planned_without_exploring(si
     assert stats.watched_seconds == settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE and stats.visits == 0
 
 
+def test_pages_fetched_before_the_first_plan_with_pages_are_not_all_due_within_the_hour(settings):
+    """Beat's first plan comes before any page is fetched: no price yet. The pages of the
+    crawl's first minutes are planned long (exploring ones at the exploring interval), not
+    at the shortest interval ahead of every later page; the next plan brings sooner what it
+    wants sooner."""
+    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 1000.0
+    assert recrawl.plan_recrawl().pages == 0
+    now = timezone.now()
+    first = _before(now, observed_at=None, observations=0, change_stats="", recrawl_interval=None)
+    long_ago = email.utils.format_datetime(now - timedelta(days=400), usegmt=True)
+
+    def interval(last_modified=""):
+        return recrawl.after_visit(first, "first", last_modified, now)["recrawl_interval"]
+
+    assert interval() == pytest.approx(86400 * 0.125)  # the first exploring look (1/8 of the exploring interval)
+    assert interval(long_ago) == settings.CRAWLER_RECRAWL_MAX_INTERVAL  # explored by its date: no price to plan by
+    settings.CRAWLER_RECRAWL_POLICY = "uniform"
+    assert interval() == settings.CRAWLER_RECRAWL_MAX_INTERVAL
+    settings.CRAWLER_RECRAWL_POLICY = "optimal"
+    # Once pages are fetched, the plan has a price and the provisional intervals give way
+    frontier.add_urls([frontier.Candidate("http://x.example/page")])
+    Url.objects.update(state="fetched", observed_at=now, observations=3, change_rate=0.5,
+                       recrawl_interval=settings.CRAWLER_RECRAWL_MAX_INTERVAL,
+                       next_fetch_at=now + timedelta(seconds=settings.CRAWLER_RECRAWL_MAX_INTERVAL))
+    plan = recrawl.plan_recrawl(now=now)
+    assert plan.pages == 1 and plan.price == 0.0  # a budget to spare for one page
+    assert interval(long_ago) == settings.CRAWLER_RECRAWL_MIN_INTERVAL
+    assert Url.objects.get().next_fetch_at < now + timedelta(days=1)  # brought sooner by the plan
+
+
 def test_a_late_revisit_schedules_the_next_from_when_it_was_due(site, settings):
     settings.CRAWLER_RECRAWL_POLICY = "uniform"  # every interval CRAWLER_RECRAWL_MIN_INTERVAL here
     settings.CRAWLER_RECRAWL_MIN_INTERVAL = 3600.0
