@@ -59,9 +59,10 @@ freshness above uniform's, and the share of the oracle's gain over uniform the p
 true change rate (per simulated day), with the median of the crawler's own estimates at the
 end.  Then the later half of the window alone: by then every page has been explored, so it
 shows how close the plan comes to the oracle once the rates are learnt (the whole window also
-counts what learning them costs, a third of the window or more at a small budget).  Last, the theory: Cho & Garcia-Molina's freshness for uniform and for the optimum with
-the true rates and exactly this budget, every visit on time (what the uniform and oracle
-rows approach when the crawler spends its whole budget on schedule).  A warning follows if
+counts what learning them costs, a third of the window or more at a small budget).  Last,
+the theory: Cho & Garcia-Molina's freshness for uniform and for the optimum with the true
+rates and exactly this budget, every visit on time (what the uniform and oracle rows approach
+when the crawler spends its whole budget on schedule).  A warning follows if
 the crawler's source changed between policies (then they are not comparable).
 """
 from __future__ import annotations

@@ -200,15 +200,9 @@ def _since_last_modified(value: str, now: datetime, interval: float) -> float | 
     came within the second after the date, and not after the visit: counted from the
     middle of what is left of that second (a date a tenth of a second old says the page
     changed a twentieth of a second ago, not a second)."""
-    if not value:
+    stated = _stated_age(value, now)
+    if stated is None:
         return None
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when is None or when.tzinfo is None:
-        return None
-    stated = (now - when).total_seconds()
     since = (max(0.0, stated - HTTP_DATE_RESOLUTION) + stated) / 2
     return since if 0 < since <= interval else None
 
@@ -217,13 +211,19 @@ def _dated_long_ago(value: str, now: datetime) -> bool:
     """Whether a Last-Modified names a time at least CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE
     before `now` (never, when that setting is 0)."""
     age = settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE
-    if age <= 0 or not value:
-        return False
+    stated = _stated_age(value, now) if age > 0 else None
+    return stated is not None and stated >= age
+
+
+def _stated_age(value: str, now: datetime) -> float | None:
+    """Seconds from the date a Last-Modified names to `now`; None for no date or a bad one."""
+    if not value:
+        return None
     try:
         when = email.utils.parsedate_to_datetime(value)
     except (TypeError, ValueError):
-        return False
-    return when is not None and when.tzinfo is not None and (now - when).total_seconds() >= age
+        return None
+    return None if when is None or when.tzinfo is None else (now - when).total_seconds()
 
 
 def weight_of(priority: int) -> float:
@@ -247,7 +247,7 @@ def plan_interval(before: Before, rate: float, observations: int, changed: bool,
     low, high = _bounds()
     policy = settings.CRAWLER_RECRAWL_POLICY
     plan = current_plan()
-    uniform = (high if plan.price == math.inf and plan.pages == 0  # no plan yet: see current_plan
+    uniform = (high if plan.provisional
                else min(max(changerate.uniform_interval(max(plan.pages, 1), _budget()), low), high))
     if policy == "uniform":
         return uniform
@@ -289,6 +289,11 @@ class PlanView:
     price: float
     explore_freq: float
     pages: int
+
+    @property
+    def provisional(self) -> bool:
+        """Solved before any page was fetched: no price yet (current_plan)."""
+        return self.pages == 0 and self.price == math.inf
 
 
 def current_plan() -> PlanView:
