@@ -112,7 +112,7 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
     referrers = defaultdict(set)  # url_key -> other hosts linking to it, not counted before
     counting_inlinks = settings.CRAWLER_SCORE_INLINK_HOST > 0  # off: no UPDATE for known URLs either
     counting_sites = settings.CRAWLER_SCORE_SITE_INLINK_HOST > 0
-    site_referrers = defaultdict(int)  # origin -> other hosts linking to it, not counted before
+    site_referrers = set()  # (origin, another host linking to it) not counted before
     out_of_scope = defaultdict(int)  # scope id -> links it left out
     # The scopes the batch names, loaded in one query (10,000 seeds may bring 10,000 scopes).
     scope.load_scopes({int(i) for key in {cand.scopes for cand in candidates} if key for i in key.split(",")},
@@ -147,7 +147,7 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
             if counting_inlinks and _inlinks.new((key, cand.via)):
                 referrers[key].add(cand.via)
             if counting_sites and _site_inlinks.new((norm.origin, cand.via)):
-                site_referrers[norm.origin] += 1
+                site_referrers.add((norm.origin, cand.via))
         if key in best:
             kept = best[key][1] if best[key][1].depth <= cand.depth else cand
             kind = cand.kind if best[key][1].kind == UrlKind.PAGE else best[key][1].kind  # a link source wins
@@ -190,10 +190,11 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
         if domain:  # the batch's next host of this domain sees these (an upper bound: some are known)
             domain_counts[domain] = domain_counts.get(domain, 0) + len(host_items)
         for key, norm, cand in host_items:
-            inlink_hosts = len(referrers.get(key, ()))
+            inlink_bits = importance.referrer_mask(referrers.get(key, ()))
+            inlink_hosts = inlink_bits.bit_count()
             priority = importance.score(norm.url, norm.host, cand.depth, inlink_hosts, cand.hint)
             rows.append((key, norm.url, host_id, cand.depth, cand.hops, priority, cand.referrer_id, cand.scopes,
-                         cand.kind, inlink_hosts, cand.hint))
+                         cand.kind, inlink_hosts, cand.hint, inlink_bits))
     for key, reason in quota_rejected.items():
         for position in positions[key]:
             result.rejected[reason] = result.rejected.get(reason, 0) + 1
@@ -234,8 +235,9 @@ def _by_host(todo: list[tuple], hosts: dict[str, int], url_counts: dict[int, int
 
 def _count_inlinks(referrers: dict[int, set[str]], result: AdmitResult) -> None:
     """Known URLs found from hosts this process had not counted for them: one UPDATE for
-    the batch raises their score, and their hosts' bands with it."""
-    raised = bulk.add_inlinks({key: len(hosts) for key, hosts in referrers.items() if hosts},
+    the batch counts the hosts no process counted yet (their bits) and raises the URLs'
+    score, and their hosts' bands with it."""
+    raised = bulk.add_inlinks({key: importance.referrer_mask(hosts) for key, hosts in referrers.items() if hosts},
                               settings.CRAWLER_SCORE_INLINK_HOST, settings.CRAWLER_SCORE_INLINK_HOSTS_MAX)
     _raised(raised, result)
 
@@ -251,9 +253,10 @@ def _raised(raised: list[tuple[int, int]], result: AdmitResult) -> None:
 
 
 class _PairsSeen:
-    """(url_key, referring origin) pairs this process has counted: a link from another host
-    raises a URL's score once per host, not once per page of it. Bounded: past LIMIT it
-    starts again (a pair may then count twice, as it may across processes)."""
+    """(url_key, referring origin) pairs this process has sent to be counted: a link from
+    another host raises a URL's score once per host, not once per page of it, and a pair
+    this process sent before costs the database nothing. Bounded: past LIMIT it starts
+    again (the database counts a pair once whoever sends it: bulk.add_inlinks)."""
 
     LIMIT = 1_000_000
 

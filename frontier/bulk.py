@@ -9,19 +9,22 @@ Every statement that locks rows another writer may lock too takes them in one gl
 order (url_key, host id), so concurrent workers wait for each other but never deadlock.
 """
 
+from collections import defaultdict
+
 from django.db import connection
 from django.utils import timezone
 
 from crawlerweb.bulksql import arrays, column_type, defaults, in_chunks, locked, marks, typed
 
-from .models import Host, Seed, ServerAddress, Url
+from . import importance
+from .models import Host, HostReferrer, Seed, ServerAddress, Url
 
 # The URL columns a new link brings; every other column takes its model default.
 LINK_COLUMNS = ("url_key", "url", "host_id", "depth", "redirect_hops", "priority", "referrer_id", "scopes", "kind",
-                "inlink_hosts", "hint")
+                "inlink_hosts", "hint", "inlink_bits")
 _DEPTH, _SCOPES, _HINT = LINK_COLUMNS.index("depth"), LINK_COLUMNS.index("scopes"), LINK_COLUMNS.index("hint")
 _URLS, _HOSTS, _ADDRESSES = Url._meta.db_table, Host._meta.db_table, ServerAddress._meta.db_table
-_SEEDS = Seed._meta.db_table
+_SEEDS, _REFERRERS = Seed._meta.db_table, HostReferrer._meta.db_table
 
 
 def insert_urls(rows: list[tuple]) -> tuple[set[int], dict[int, tuple[int, str, str, int]]]:
@@ -215,20 +218,46 @@ def add_host_counts(counts: dict[int, int], bands: dict[int, int] | None = None)
         return found
 
 
-def add_inlinks(new_hosts: dict[int, int], points: int, cap: int) -> list[tuple[int, int]]:
-    """Count newly seen referring hosts of waiting URLs ({url_key: how many}) and raise their
-    score by `points` each, up to `cap` hosts; returns (host id, new score) of the URLs
-    raised, for their hosts' bands. One statement per distinct count (nearly always one:
-    a single new host), the rows found by their unique key."""
-    by_count: dict[int, list[int]] = {}
-    for key, n in sorted(new_hosts.items()):
-        by_count.setdefault(n, []).append(key)
-    found = []
-    for n, keys in sorted(by_count.items()):
-        gain = f"{points} * (CASE WHEN inlink_hosts + {n} < {cap} THEN inlink_hosts + {n} ELSE {cap} END - inlink_hosts)"
-        found += _raise_waiting(keys, f"priority = {{least}}(priority + {gain}, 30000), inlink_hosts = inlink_hosts + {n}",
-                                [], f"inlink_hosts < {cap}", [])
-    return found
+def add_inlinks(masks: dict[int, int], points: int, cap: int) -> list[tuple[int, int]]:
+    """Count newly seen referring hosts of waiting URLs ({url_key: their bits}, see
+    importance.referrer_mask): the bits a URL did not have are hosts no process counted
+    for it yet, each raising its score by `points`, up to `cap` hosts. Returns (host id,
+    new score) of the URLs raised, for their hosts' bands. One statement, the rows found by
+    their unique key; a URL that has every bit already, or `cap` hosts, is not written."""
+    if not masks:
+        return []
+    keys = sorted(masks)
+    gained = "bit_count((v.mask & ~u.inlink_bits)::bit(64))::int"
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                # url_key = ANY: the rows found by their key's index whatever the plan
+                # thinks of the joined arrays (a generic plan scanned the queue instead)
+                f"""WITH v(key, mask) AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[])),
+                    locked AS (SELECT u.id, v.mask FROM {_URLS} u JOIN v ON u.url_key = v.key
+                               WHERE u.url_key = ANY(%s) AND u.state = 'queued' AND u.inlink_hosts < %s
+                                 AND u.inlink_bits & v.mask <> v.mask
+                               ORDER BY u.id FOR NO KEY UPDATE OF u SKIP LOCKED)
+                    UPDATE {_URLS} u SET inlink_bits = u.inlink_bits | v.mask,
+                        inlink_hosts = u.inlink_hosts + {gained},
+                        priority = LEAST(u.priority + %s * (LEAST(u.inlink_hosts + {gained}, %s) - u.inlink_hosts), 30000)
+                    FROM locked v WHERE u.id = v.id RETURNING u.host_id, u.priority""",
+                [keys, [masks[key] for key in keys], keys, cap, points, cap])
+            return cursor.fetchall()
+        found, updates = [], []  # SQLite: one writer, so read, then write what changed
+        for chunk in in_chunks(keys):
+            cursor.execute(f"SELECT id, url_key, host_id, priority, inlink_hosts, inlink_bits FROM {_URLS} "
+                           f"WHERE url_key IN ({marks(len(chunk))}) AND state = 'queued' AND inlink_hosts < %s",
+                           [*chunk, cap])
+            for url_id, key, host_id, priority, hosts, bits in cursor.fetchall():
+                gained = (masks[key] & ~bits).bit_count()
+                if gained:
+                    priority = min(priority + points * (min(hosts + gained, cap) - hosts), 30000)
+                    updates.append((bits | masks[key], hosts + gained, priority, url_id))
+                    found.append((host_id, priority))
+        cursor.executemany(f"UPDATE {_URLS} SET inlink_bits = %s, inlink_hosts = %s, priority = %s WHERE id = %s",
+                           updates)
+        return found
 
 
 def raise_hints(hinted: dict[int, list[int]]) -> list[tuple[int, int]]:
@@ -268,28 +297,41 @@ def _raise_waiting(keys: list[int], assignments: str, assignment_params: list, c
         return found
 
 
-def add_host_inlinks(new_hosts: dict[str, int]) -> None:
-    """Count newly seen referring hosts of hosts ({origin: how many}). One statement per
-    distinct count, the rows found by their unique origin. On PostgreSQL a host row another
-    writer holds is skipped, not waited for (a host's standing is a hint; waiting would
-    order these locks against the lease writes)."""
-    if not new_hosts:
+def add_host_inlinks(pairs: set[tuple[str, str]]) -> None:
+    """Count newly seen referring hosts of hosts ({(origin, referring origin)}): a pair no
+    process counted before (a HostReferrer row, unique) adds one to the host's
+    `inlink_hosts`. On PostgreSQL one statement, and a host row another writer holds is
+    skipped, not waited for (a host's standing is a hint; waiting would order these locks
+    against the lease writes): its count then misses those pairs."""
+    if not pairs:
         return
-    by_count: dict[int, list[str]] = {}
-    for origin, n in sorted(new_hosts.items()):
-        by_count.setdefault(n, []).append(origin)
+    ordered = sorted({(origin, importance.referrer_key(via)) for origin, via in pairs})
     with connection.cursor() as cursor:
-        for n, origins in sorted(by_count.items()):
-            if connection.vendor == "postgresql":
-                cursor.execute(
-                    f"""WITH locked AS (SELECT id FROM {_HOSTS} WHERE origin = ANY(%s) ORDER BY id
-                                        FOR NO KEY UPDATE SKIP LOCKED)
-                        UPDATE {_HOSTS} SET inlink_hosts = inlink_hosts + %s
-                        WHERE id = ANY(ARRAY(SELECT id FROM locked))""", [origins, n])
-                continue
-            for chunk in in_chunks(origins):
-                cursor.execute(f"UPDATE {_HOSTS} SET inlink_hosts = inlink_hosts + %s WHERE origin IN "
-                               f"({marks(len(chunk))})", [n, *chunk])
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                f"""WITH v(origin, referrer_key) AS (SELECT * FROM unnest(%s::text[], %s::bigint[])),
+                    added AS (INSERT INTO {_REFERRERS} (host_id, referrer_key)
+                              SELECT h.id, v.referrer_key FROM v JOIN {_HOSTS} h ON h.origin = v.origin
+                              ORDER BY 1, 2 ON CONFLICT DO NOTHING RETURNING host_id),
+                    locked AS (SELECT id FROM {_HOSTS} WHERE id IN (SELECT host_id FROM added) ORDER BY id
+                               FOR NO KEY UPDATE SKIP LOCKED)
+                    UPDATE {_HOSTS} h SET inlink_hosts = h.inlink_hosts + (SELECT count(*) FROM added a WHERE a.host_id = h.id)
+                    FROM locked WHERE h.id = locked.id""",
+                [[origin for origin, _ in ordered], [key for _, key in ordered]])
+            return
+        ids = {}  # SQLite: one writer
+        origins = sorted({origin for origin, _ in ordered})
+        for chunk in in_chunks(origins):
+            cursor.execute(f"SELECT origin, id FROM {_HOSTS} WHERE origin IN ({marks(len(chunk))})", chunk)
+            ids.update(cursor.fetchall())
+        added = defaultdict(int)
+        for origin, key in ordered:
+            if origin in ids:
+                cursor.execute(f"INSERT INTO {_REFERRERS} (host_id, referrer_key) VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                               [ids[origin], key])
+                added[ids[origin]] += cursor.rowcount
+        cursor.executemany(f"UPDATE {_HOSTS} SET inlink_hosts = inlink_hosts + %s WHERE id = %s",
+                           [(n, host_id) for host_id, n in sorted(added.items()) if n])
 
 
 def raise_host_bands(bands: dict[int, int]) -> None:

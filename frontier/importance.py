@@ -22,9 +22,13 @@ many inlinks early; Baeza-Yates et al. 2005: in-link counts from other sites bea
   are ordered.
 
 Kept up to date at admission with no query per link: a new URL gets its parts from the
-candidate; a known URL found from a host not counted yet (a per-process set of pairs)
-gains CRAWLER_SCORE_INLINK_HOST in one set-based UPDATE per batch, and a host linked from a
-host not counted yet for it (another set of pairs) gains one in its `inlink_hosts`. Each part is stored or
+candidate; a known URL found from a host not counted yet gains CRAWLER_SCORE_INLINK_HOST in
+one set-based UPDATE per batch, and a host linked from a host not counted yet for it gains
+one in its `inlink_hosts`. A per-process set of pairs keeps repeats away from the database;
+what counts a pair once whichever process sees it is the database: a URL keeps a bit per
+referring host (`Url.inlink_bits`, the host's hash among REFERRER_BITS bits: enough for the
+few hosts the score counts; two hosts on one bit, about one pair in 60, count once), and a
+host a row per referring host (`HostReferrer`, its standing is not capped). Each part is stored or
 derivable (depth, inlink_hosts, hint, the URL, the trusted list), so the admin shows why a
 URL ranks where it does (`parts`).
 
@@ -34,6 +38,7 @@ CRAWLER_DISPATCH_SHARES_LOADED (80/15/5) when the frontier is under load, handin
 band's unused share on, so no band starves.
 """
 
+import hashlib
 import math
 import random
 import threading
@@ -76,6 +81,24 @@ def place_points(url: str) -> int:
 
 def inlink_points(inlink_hosts: int) -> int:
     return settings.CRAWLER_SCORE_INLINK_HOST * min(inlink_hosts, settings.CRAWLER_SCORE_INLINK_HOSTS_MAX)
+
+
+# A bigint's bits but its sign: the same numbers in PostgreSQL, SQLite and Python.
+REFERRER_BITS = 63
+
+
+def referrer_key(origin: str) -> int:
+    """A referring origin's 63-bit hash: the same in every process (unlike hash())."""
+    digest = hashlib.blake2b(origin.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") >> 1
+
+
+def referrer_mask(origins) -> int:
+    """The bits of these referring origins in a URL's `inlink_bits`."""
+    mask = 0
+    for origin in origins:
+        mask |= 1 << (referrer_key(origin) % REFERRER_BITS)
+    return mask
 
 
 def site_points(host_inlink_hosts: int) -> int:

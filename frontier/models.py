@@ -83,6 +83,17 @@ class Host(models.Model):
         return self.origin
 
 
+class HostReferrer(models.Model):
+    """Another host seen linking to this host's pages, once: whichever process sees the link
+    first counts it in the host's `inlink_hosts` (frontier/importance.py)."""
+
+    host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+", db_index=False)
+    referrer_key = models.BigIntegerField(help_text="the referring origin's 63-bit hash (importance.referrer_key)")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["host", "referrer_key"], name="host_referrer_once")]
+
+
 class ServerAddress(models.Model):
     """One server (IP address) several hosts may share: politeness per IP (virtual hosting).
 
@@ -143,6 +154,8 @@ class Url(models.Model):
     priority = models.SmallIntegerField(default=0, help_text="the importance score: higher goes first "
                                         "(frontier/importance.py)")
     inlink_hosts = models.IntegerField(default=0, db_default=0, help_text="distinct other hosts seen linking here")
+    inlink_bits = models.BigIntegerField(default=0, db_default=0, help_text="a bit per other host seen linking here "
+                                         "(its hash): counted once whichever process sees the link")
     hint = models.SmallIntegerField(default=0, db_default=0, help_text="score points a sitemap gave it")
     state = models.CharField(max_length=16, choices=UrlState.choices, default=UrlState.QUEUED)
     # A database default too: the previous release's inserts do not name it.

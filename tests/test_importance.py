@@ -9,7 +9,7 @@ import pytest
 from django.utils import timezone
 
 from frontier import importance, service
-from frontier.models import Host, TrustedDomain, Url
+from frontier.models import Host, HostReferrer, TrustedDomain, Url
 
 pytestmark = pytest.mark.django_db
 
@@ -95,6 +95,43 @@ def test_a_hosts_standing_counts_each_other_host_linking_to_any_of_its_pages_onc
     session.connection.close()
     page = admin_client.get(f"/admin/frontier/url/{url('http://a.test/p1').id}/change/").content.decode()
     assert "its host&#x27;s standing (2 other hosts link to its pages): +10" in page
+
+
+def test_a_link_every_process_sees_counts_once_for_the_url_and_for_its_host():
+    """Each crawling process keeps its own set of pairs it has counted; a second process
+    (here: the first one's caches forgotten) sending the same pairs again must not count
+    them again: the URL's bits and the host's referrer rows hold them once."""
+    service.add_seeds(["http://a.test/"], service.ScopeSpec("web"))
+    service.add_urls([service.Candidate("http://a.test/p/q", 2, via="http://b.test")])  # new, from b
+    service.add_urls([service.Candidate("http://a.test/r/s", 2)])
+    for _process in range(3):
+        service.forget_caches()
+        service.add_urls([service.Candidate("http://a.test/p/q", 2, via="http://b.test"),
+                          service.Candidate("http://a.test/r/s", 2, via="http://b.test"),
+                          service.Candidate("http://a.test/r/s", 2, via="http://c.test:8080")])
+    assert (url("http://a.test/p/q").inlink_hosts, url("http://a.test/p/q").priority) == (1, -20 + 12)
+    assert (url("http://a.test/r/s").inlink_hosts, url("http://a.test/r/s").priority) == (2, -20 + 24)
+    assert url("http://a.test/r/s").inlink_bits == importance.referrer_mask(["http://b.test", "http://c.test:8080"])
+    assert Host.objects.get(origin="http://a.test").inlink_hosts == 2
+    assert HostReferrer.objects.filter(host__origin="http://a.test").count() == 2
+    # Two referring hosts on one bit (one pair in 63) count once for a URL: the score's few
+    # hosts need no more; a host's standing counts them apart.
+    first, second = _two_origins_on_one_bit()
+    service.add_urls([service.Candidate("http://a.test/t/u", 2, via=first)])
+    service.add_urls([service.Candidate("http://a.test/t/u", 2, via=second)])
+    assert url("http://a.test/t/u").inlink_hosts == 1
+    assert Host.objects.get(origin="http://a.test").inlink_hosts == 4
+
+
+def _two_origins_on_one_bit():
+    bits = {}
+    for n in range(1000):
+        origin = f"http://o{n}.test"
+        bit = importance.referrer_key(origin) % importance.REFERRER_BITS
+        if bit in bits:
+            return bits[bit], origin
+        bits[bit] = origin
+    raise AssertionError("64 origins share a bit by the pigeonhole principle")
 
 
 def test_a_host_band_rises_with_its_best_url_and_falls_as_sessions_take_them():
