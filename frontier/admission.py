@@ -144,7 +144,7 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
         positions[key].append(len(result.verdicts))
         result.verdicts.append(norm.url)
         if cand.via and cand.via != norm.origin:
-            if counting_inlinks and _inlinks.new((key, cand.via)):
+            if counting_inlinks and key not in _closed and _inlinks.new((key, cand.via)):
                 referrers[key].add(cand.via)
             if counting_sites and _site_inlinks.new((norm.origin, cand.via)):
                 site_referrers.add((norm.origin, cand.via))
@@ -237,8 +237,11 @@ def _count_inlinks(referrers: dict[int, set[str]], result: AdmitResult) -> None:
     """Known URLs found from hosts this process had not counted for them: one UPDATE for
     the batch counts the hosts no process counted yet (their bits) and raises the URLs'
     score, and their hosts' bands with it."""
-    raised = bulk.add_inlinks({key: importance.referrer_mask(hosts) for key, hosts in referrers.items() if hosts},
-                              settings.CRAWLER_SCORE_INLINK_HOST, settings.CRAWLER_SCORE_INLINK_HOSTS_MAX)
+    raised, closed = bulk.add_inlinks({key: importance.referrer_mask(hosts) for key, hosts in referrers.items() if hosts},
+                                      settings.CRAWLER_SCORE_INLINK_HOST, settings.CRAWLER_SCORE_INLINK_HOSTS_MAX)
+    # A URL fetched (or at the cap) takes no more: this process stops sending its links'
+    # hosts, which most links to known URLs are (each cost an index probe and a heap read).
+    transaction.on_commit(lambda: _closed.add_all(closed))
     _raised(raised, result)
 
 
@@ -253,10 +256,11 @@ def _raised(raised: list[tuple[int, int]], result: AdmitResult) -> None:
 
 
 class _PairsSeen:
-    """(url_key, referring origin) pairs this process has sent to be counted: a link from
-    another host raises a URL's score once per host, not once per page of it, and a pair
-    this process sent before costs the database nothing. Bounded: past LIMIT it starts
-    again (the database counts a pair once whoever sends it: bulk.add_inlinks)."""
+    """What this process is done with: (url_key, referring origin) pairs it sent to be
+    counted (a link from another host raises a URL's score once per host, not once per
+    page of it, and a pair sent before costs the database nothing), or URL keys whose score
+    takes no more links. Bounded: past LIMIT it starts again (the database counts a pair
+    once whoever sends it: bulk.add_inlinks)."""
 
     LIMIT = 1_000_000
 
@@ -267,6 +271,13 @@ class _PairsSeen:
     def clear(self) -> None:
         with self.lock:
             self.pairs = set()
+
+    def __contains__(self, item) -> bool:
+        return item in self.pairs  # a set's lookup is atomic under the GIL
+
+    def add_all(self, items) -> None:
+        for item in items:
+            self.new(item)
 
     def new(self, pair) -> bool:
         with self.lock:
@@ -280,6 +291,7 @@ class _PairsSeen:
 
 _inlinks = _PairsSeen()
 _site_inlinks = _PairsSeen()  # (origin, referring origin)
+_closed = _PairsSeen()  # url_keys whose score takes no more links (bulk.add_inlinks)
 
 
 def _update_known(existing: dict[int, tuple[int, str, str, int]], best: dict[int, tuple], result: AdmitResult) -> None:
@@ -401,6 +413,7 @@ def forget_caches() -> None:
     _hosts_known.clear()
     _inlinks.clear()
     _site_inlinks.clear()
+    _closed.clear()
 
 
 def default_scope() -> ScopeSpec:

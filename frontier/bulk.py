@@ -218,14 +218,16 @@ def add_host_counts(counts: dict[int, int], bands: dict[int, int] | None = None)
         return found
 
 
-def add_inlinks(masks: dict[int, int], points: int, cap: int) -> list[tuple[int, int]]:
+def add_inlinks(masks: dict[int, int], points: int, cap: int) -> tuple[list[tuple[int, int]], list[int]]:
     """Count newly seen referring hosts of waiting URLs ({url_key: their bits}, see
     importance.referrer_mask): the bits a URL did not have are hosts no process counted
     for it yet, each raising its score by `points`, up to `cap` hosts. Returns (host id,
-    new score) of the URLs raised, for their hosts' bands. One statement, the rows found by
-    their unique key; a URL that has every bit already, or `cap` hosts, is not written."""
+    new score) of the URLs raised, for their hosts' bands, and the keys of URLs whose score
+    takes no more links (not waiting: fetched or settled; or at the cap), which the caller
+    need not send again. One statement, the rows found by their unique key; a URL that has
+    every bit already, or `cap` hosts, is not written."""
     if not masks:
-        return []
+        return [], []
     keys = sorted(masks)
     gained = "bit_count((v.mask & ~u.inlink_bits)::bit(64))::int"
     with connection.cursor() as cursor:
@@ -234,22 +236,31 @@ def add_inlinks(masks: dict[int, int], points: int, cap: int) -> list[tuple[int,
                 # url_key = ANY: the rows found by their key's index whatever the plan
                 # thinks of the joined arrays (a generic plan scanned the queue instead)
                 f"""WITH v(key, mask) AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[])),
-                    locked AS (SELECT u.id, v.mask FROM {_URLS} u JOIN v ON u.url_key = v.key
-                               WHERE u.url_key = ANY(%s) AND u.state = 'queued' AND u.inlink_hosts < %s
-                                 AND u.inlink_bits & v.mask <> v.mask
-                               ORDER BY u.id FOR NO KEY UPDATE OF u SKIP LOCKED)
-                    UPDATE {_URLS} u SET inlink_bits = u.inlink_bits | v.mask,
-                        inlink_hosts = u.inlink_hosts + {gained},
-                        priority = LEAST(u.priority + %s * (LEAST(u.inlink_hosts + {gained}, %s) - u.inlink_hosts), 30000)
-                    FROM locked v WHERE u.id = v.id RETURNING u.host_id, u.priority""",
-                [keys, [masks[key] for key in keys], keys, cap, points, cap])
-            return cursor.fetchall()
-        found, updates = [], []  # SQLite: one writer, so read, then write what changed
+                    found AS (SELECT u.id, u.url_key, v.mask, u.state = 'queued' AND u.inlink_hosts < %s AS open,
+                                     u.inlink_bits & v.mask <> v.mask AS new
+                              FROM {_URLS} u JOIN v ON u.url_key = v.key WHERE u.url_key = ANY(%s)),
+                    locked AS (SELECT u.id, f.mask FROM {_URLS} u JOIN found f ON u.id = f.id
+                               WHERE f.open AND f.new AND u.state = 'queued' AND u.inlink_hosts < %s
+                               ORDER BY u.id FOR NO KEY UPDATE OF u SKIP LOCKED),
+                    raised AS (UPDATE {_URLS} u SET inlink_bits = u.inlink_bits | v.mask,
+                                   inlink_hosts = u.inlink_hosts + {gained},
+                                   priority = LEAST(u.priority + %s * (LEAST(u.inlink_hosts + {gained}, %s)
+                                                                       - u.inlink_hosts), 30000)
+                               FROM locked v WHERE u.id = v.id RETURNING u.host_id, u.priority)
+                    SELECT host_id, priority, NULL FROM raised
+                    UNION ALL SELECT NULL, NULL, url_key FROM found WHERE NOT open""",
+                [keys, [masks[key] for key in keys], cap, keys, cap, points, cap])
+            rows = cursor.fetchall()
+            return [(host_id, priority) for host_id, priority, key in rows if key is None], \
+                [key for _, _, key in rows if key is not None]
+        found, closed, updates = [], [], []  # SQLite: one writer, so read, then write what changed
         for chunk in in_chunks(keys):
-            cursor.execute(f"SELECT id, url_key, host_id, priority, inlink_hosts, inlink_bits FROM {_URLS} "
-                           f"WHERE url_key IN ({marks(len(chunk))}) AND state = 'queued' AND inlink_hosts < %s",
-                           [*chunk, cap])
-            for url_id, key, host_id, priority, hosts, bits in cursor.fetchall():
+            cursor.execute(f"SELECT id, url_key, host_id, priority, inlink_hosts, inlink_bits, state FROM {_URLS} "
+                           f"WHERE url_key IN ({marks(len(chunk))})", chunk)
+            for url_id, key, host_id, priority, hosts, bits, state in cursor.fetchall():
+                if state != "queued" or hosts >= cap:
+                    closed.append(key)
+                    continue
                 gained = (masks[key] & ~bits).bit_count()
                 if gained:
                     priority = min(priority + points * (min(hosts + gained, cap) - hosts), 30000)
@@ -257,7 +268,7 @@ def add_inlinks(masks: dict[int, int], points: int, cap: int) -> list[tuple[int,
                     found.append((host_id, priority))
         cursor.executemany(f"UPDATE {_URLS} SET inlink_bits = %s, inlink_hosts = %s, priority = %s WHERE id = %s",
                            updates)
-        return found
+        return found, closed
 
 
 def raise_hints(hinted: dict[int, list[int]]) -> list[tuple[int, int]]:

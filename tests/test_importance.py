@@ -123,6 +123,24 @@ def test_a_link_every_process_sees_counts_once_for_the_url_and_for_its_host():
     assert Host.objects.get(origin="http://a.test").inlink_hosts == 4
 
 
+def test_urls_whose_score_takes_no_more_links_are_named_so_they_are_not_sent_again():
+    from frontier import bulk
+
+    service.add_urls([service.Candidate(f"http://a.test/{name}/x", 2) for name in ("open", "fetched", "full")])
+    Url.objects.filter(url="http://a.test/fetched/x").update(state="fetched")
+    key = {name: url(f"http://a.test/{name}/x").url_key for name in ("open", "fetched", "full")}
+    five = importance.referrer_mask([f"http://v{n}.test" for n in range(40)][:5])
+    raised, closed = bulk.add_inlinks({key["full"]: five}, 12, 5)
+    assert len(raised) == 1 and closed == []
+    raised, closed = bulk.add_inlinks({k: importance.referrer_mask(["http://z.test"]) for k in key.values()}, 12, 5)
+    assert raised == [(url("http://a.test/open/x").host_id, -20 + 12)]
+    assert sorted(closed) == sorted([key["fetched"], key["full"]])  # fetched; at the cap
+    assert url("http://a.test/fetched/x").inlink_hosts == 0
+    # the same bits again: counted already, nothing written, and the URL still open
+    raised, closed = bulk.add_inlinks({key["open"]: importance.referrer_mask(["http://z.test"])}, 12, 5)
+    assert (raised, closed, url("http://a.test/open/x").priority) == ([], [], -20 + 12)
+
+
 def _two_origins_on_one_bit():
     bits = {}
     for n in range(1000):
