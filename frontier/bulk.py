@@ -246,9 +246,9 @@ def add_inlinks(masks: dict[int, int], points: int, cap: int) -> tuple[list[tupl
                                    inlink_hosts = u.inlink_hosts + {gained},
                                    priority = LEAST(u.priority + %s * (LEAST(u.inlink_hosts + {gained}, %s)
                                                                        - u.inlink_hosts), 30000)
-                               FROM locked v WHERE u.id = v.id RETURNING u.host_id, u.priority)
-                    SELECT host_id, priority, NULL FROM raised
-                    UNION ALL SELECT NULL, NULL, url_key FROM found WHERE NOT open""",
+                               FROM locked v WHERE u.id = v.id RETURNING u.id, u.host_id, u.priority)
+                    SELECT r.host_id, r.priority, CASE WHEN f.open THEN NULL ELSE f.url_key END
+                    FROM found f LEFT JOIN raised r ON r.id = f.id WHERE r.id IS NOT NULL OR NOT f.open""",
                 [keys, [masks[key] for key in keys], cap, keys, cap, points, cap])
             rows = cursor.fetchall()
             return [(host_id, priority) for host_id, priority, key in rows if key is None], \
