@@ -32,6 +32,9 @@ _RULES = (
     ("log", re.compile(r"fetch_crawllogentry")),
     ("index", re.compile(r"indexer_pg_index")),
     ("documents", re.compile(r"indexer_document|indexer_contentfingerprint")),
+    # Before leases' UNION ALL: admission's insert answers with one too (what it added, and
+    # what was there), and it is a link's cost, not a lease's.
+    ("links", re.compile(r"INSERT INTO \"?frontier_url\"?")),
     ("leases", re.compile(r"lease_owner|leased_until|frontier_serveraddress|UNION ALL|"
                           r"FROM \"?frontier_host\"? WHERE \"?frontier_host\"?\.\"?id\"? = ")),
     ("links", re.compile(r"INSERT INTO \"?frontier_url\"?|url_key|url_hash|url_count|"

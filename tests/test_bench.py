@@ -135,6 +135,9 @@ def _assert_stages(result: dict, ours: str) -> None:
     ("UPDATE frontier_host h SET leased_until = $1 FROM unnest($2::bigint[], $3::varchar(80)[])", "leases"),
     ("SELECT * FROM (SELECT host_id, id FROM frontier_url WHERE host_id = $1) AS h0 UNION ALL SELECT 1", "leases"),
     ("INSERT INTO fetch_crawllogentry (at, kind) SELECT * FROM unnest($1::timestamptz[])", "log"),
+    ("WITH input AS (SELECT * FROM unnest($1::bigint[])), added AS (INSERT INTO frontier_url (url_key) SELECT "
+     "url_key FROM input RETURNING url_key) SELECT url_key FROM added UNION ALL SELECT u.url_key FROM frontier_url u",
+     "links"),
     ("WITH added AS (INSERT INTO frontier_hostreferrer (host_id, referrer_key) SELECT h.id FROM v) "
      "UPDATE frontier_host h SET inlink_hosts = h.inlink_hosts + 1", "links"),
     ('INSERT INTO "console_processheartbeat" ("kind") VALUES ($1)', "other"),
