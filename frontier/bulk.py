@@ -233,20 +233,20 @@ def add_inlinks(masks: dict[int, int], points: int, cap: int) -> tuple[list[tupl
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
-                # url_key = ANY: the rows found by their key's index whatever the plan
-                # thinks of the joined arrays (a generic plan scanned the queue instead)
+                # = ANY everywhere: the rows found by their index whatever a generic plan
+                # thinks of the arrays and CTEs joined to them (one scanned the queue instead)
                 f"""WITH v(key, mask) AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[])),
                     found AS (SELECT u.id, u.url_key, v.mask, u.state = 'queued' AND u.inlink_hosts < %s AS open,
                                      u.inlink_bits & v.mask <> v.mask AS new
                               FROM {_URLS} u JOIN v ON u.url_key = v.key WHERE u.url_key = ANY(%s)),
-                    locked AS (SELECT u.id, f.mask FROM {_URLS} u JOIN found f ON u.id = f.id
-                               WHERE f.open AND f.new AND u.state = 'queued' AND u.inlink_hosts < %s
-                               ORDER BY u.id FOR NO KEY UPDATE OF u SKIP LOCKED),
+                    locked AS (SELECT id FROM {_URLS} WHERE id = ANY(ARRAY(SELECT id FROM found WHERE open AND new))
+                               AND state = 'queued' AND inlink_hosts < %s ORDER BY id FOR NO KEY UPDATE SKIP LOCKED),
                     raised AS (UPDATE {_URLS} u SET inlink_bits = u.inlink_bits | v.mask,
                                    inlink_hosts = u.inlink_hosts + {gained},
                                    priority = LEAST(u.priority + %s * (LEAST(u.inlink_hosts + {gained}, %s)
                                                                        - u.inlink_hosts), 30000)
-                               FROM locked v WHERE u.id = v.id RETURNING u.id, u.host_id, u.priority)
+                               FROM found v WHERE u.id = ANY(ARRAY(SELECT id FROM locked)) AND v.id = u.id
+                               RETURNING u.id, u.host_id, u.priority)
                     SELECT r.host_id, r.priority, CASE WHEN f.open THEN NULL ELSE f.url_key END
                     FROM found f LEFT JOIN raised r ON r.id = f.id WHERE r.id IS NOT NULL OR NOT f.open""",
                 [keys, [masks[key] for key in keys], cap, keys, cap, points, cap])
@@ -323,12 +323,12 @@ def add_host_inlinks(pairs: set[tuple[str, str]]) -> None:
                 f"""WITH v(origin, referrer_key) AS (SELECT * FROM unnest(%s::text[], %s::bigint[])),
                     added AS (INSERT INTO {_REFERRERS} (host_id, referrer_key)
                               SELECT h.id, v.referrer_key FROM v JOIN {_HOSTS} h ON h.origin = v.origin
-                              ORDER BY 1, 2 ON CONFLICT DO NOTHING RETURNING host_id),
-                    locked AS (SELECT id FROM {_HOSTS} WHERE id IN (SELECT host_id FROM added) ORDER BY id
+                              WHERE h.origin = ANY(%s) ORDER BY 1, 2 ON CONFLICT DO NOTHING RETURNING host_id),
+                    locked AS (SELECT id FROM {_HOSTS} WHERE id = ANY(ARRAY(SELECT host_id FROM added)) ORDER BY id
                                FOR NO KEY UPDATE SKIP LOCKED)
                     UPDATE {_HOSTS} h SET inlink_hosts = h.inlink_hosts + (SELECT count(*) FROM added a WHERE a.host_id = h.id)
-                    FROM locked WHERE h.id = locked.id""",
-                [[origin for origin, _ in ordered], [key for _, key in ordered]])
+                    WHERE h.id = ANY(ARRAY(SELECT id FROM locked))""",
+                [[origin for origin, _ in ordered], [key for _, key in ordered], [origin for origin, _ in ordered]])
             return
         ids = {}  # SQLite: one writer
         origins = sorted({origin for origin, _ in ordered})
