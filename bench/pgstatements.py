@@ -37,7 +37,7 @@ _RULES = (
     ("links", re.compile(r"INSERT INTO \"?frontier_url\"?")),
     ("leases", re.compile(r"lease_owner|leased_until|frontier_serveraddress|UNION ALL|"
                           r"FROM \"?frontier_host\"? WHERE \"?frontier_host\"?\.\"?id\"? = ")),
-    ("links", re.compile(r"INSERT INTO \"?frontier_url\"?|url_key|url_hash|url_count|"
+    ("links", re.compile(r"url_key|url_hash|url_count|"
                          r"INSERT INTO \"?frontier_host\"?|frontier_host\"?\.\"?origin\"? (= |IN)|"
                          r"frontier_crawlscope|frontier_seed|frontier_hostreferrer")),
     ("states", re.compile(r"UPDATE \"?frontier_url\"?|frontier_deadletter|FROM \"?frontier_url\"?")),

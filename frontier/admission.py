@@ -255,7 +255,7 @@ def _raised(raised: list[tuple[int, int]], result: AdmitResult) -> None:
     bulk.raise_host_bands(bands)
 
 
-class _PairsSeen:
+class _DoneWith:
     """What this process is done with: (url_key, referring origin) pairs it sent to be
     counted (a link from another host raises a URL's score once per host, not once per
     page of it, and a pair sent before costs the database nothing), or URL keys whose score
@@ -289,9 +289,9 @@ class _PairsSeen:
             return True
 
 
-_inlinks = _PairsSeen()
-_site_inlinks = _PairsSeen()  # (origin, referring origin)
-_closed = _PairsSeen()  # url_keys whose score takes no more links (bulk.add_inlinks)
+_inlinks = _DoneWith()
+_site_inlinks = _DoneWith()  # (origin, referring origin)
+_closed = _DoneWith()  # url_keys whose score takes no more links (bulk.add_inlinks)
 
 
 def _update_known(existing: dict[int, tuple[int, str, str, int]], best: dict[int, tuple], result: AdmitResult) -> None:

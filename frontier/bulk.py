@@ -229,9 +229,9 @@ def add_inlinks(masks: dict[int, int], points: int, cap: int) -> tuple[list[tupl
     if not masks:
         return [], []
     keys = sorted(masks)
-    gained = "bit_count((v.mask & ~u.inlink_bits)::bit(64))::int"
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
+            gained = "bit_count((v.mask & ~u.inlink_bits)::bit(64))::int"  # the bits it lacked
             cursor.execute(
                 # = ANY everywhere: the rows found by their index whatever a generic plan
                 # thinks of the arrays and CTEs joined to them (one scanned the queue instead)
@@ -244,7 +244,7 @@ def add_inlinks(masks: dict[int, int], points: int, cap: int) -> tuple[list[tupl
                     raised AS (UPDATE {_URLS} u SET inlink_bits = u.inlink_bits | v.mask,
                                    inlink_hosts = u.inlink_hosts + {gained},
                                    priority = LEAST(u.priority + %s * (LEAST(u.inlink_hosts + {gained}, %s)
-                                                                       - u.inlink_hosts), 30000)
+                                                                       - u.inlink_hosts), {importance.MAX_SCORE})
                                FROM found v WHERE u.id = ANY(ARRAY(SELECT id FROM locked)) AND v.id = u.id
                                RETURNING u.id, u.host_id, u.priority)
                     SELECT r.host_id, r.priority, CASE WHEN f.open THEN NULL ELSE f.url_key END
@@ -261,10 +261,10 @@ def add_inlinks(masks: dict[int, int], points: int, cap: int) -> tuple[list[tupl
                 if state != "queued" or hosts >= cap:
                     closed.append(key)
                     continue
-                gained = (masks[key] & ~bits).bit_count()
-                if gained:
-                    priority = min(priority + points * (min(hosts + gained, cap) - hosts), 30000)
-                    updates.append((bits | masks[key], hosts + gained, priority, url_id))
+                new_hosts = (masks[key] & ~bits).bit_count()
+                if new_hosts:
+                    priority = min(priority + points * (min(hosts + new_hosts, cap) - hosts), importance.MAX_SCORE)
+                    updates.append((bits | masks[key], hosts + new_hosts, priority, url_id))
                     found.append((host_id, priority))
         cursor.executemany(f"UPDATE {_URLS} SET inlink_bits = %s, inlink_hosts = %s, priority = %s WHERE id = %s",
                            updates)
