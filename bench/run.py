@@ -226,7 +226,8 @@ def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float)
             end_cpu = {name: tree_cpu_seconds(pid) for name, pid in pids.items()}
             pg_cpu, redis_cpu = postgres.elapsed_cpu() - poller.cpu(), redis_meter.elapsed_cpu()
             web_cpu = cpu_seconds(web.server_pid) - web_cpu
-            figures = {"counts": _counts(conn.cursor()), "db_bytes": _pg_size(conn)}
+            figures = {"counts": _counts(conn.cursor()), "db_bytes": _pg_size(conn),
+                       "postgresql_settings": _pg_settings(conn)}
             if statements:
                 figures["pg_statements"] = pgstatements.read(conn)
             pg_rss, redis_rss = postgres.peak_rss_mb(), redis_meter.peak_rss_mb()
@@ -333,6 +334,13 @@ def _send_binary_tsvectors(conn) -> None:
 
     if hasattr(postgres, "TSVector"):  # older releases sent text literals
         conn.adapters.register_dumper(postgres.TSVector, postgres.TSVectorDumper)
+
+
+def _pg_settings(conn) -> dict:
+    """The server settings a PostgreSQL figure depends on. Autovacuum off (some CI images
+    turn it off) leaves the tables without statistics, and the planner guessing."""
+    return {name: conn.execute(f"{pgstatements.BENCH_TAG} SHOW {name}").fetchone()[0]
+            for name in ("autovacuum", "shared_buffers", "synchronous_commit")}
 
 
 def _pg_sessions(limit: float = 10.0) -> int:
@@ -469,6 +477,7 @@ def report(mode: str, web, log_path, figures: dict, default_delay: float = CRAWL
         "db_bytes_per_page": round(figures["db_bytes"] / max(pages, 1)),
         "warc_bytes_per_page": round(figures["warc_bytes"] / max(pages, 1)),
         "db_sessions": figures.get("db_sessions"),  # PostgreSQL connections opened (distributed)
+        "postgresql_settings": figures.get("postgresql_settings"),
         # PostgreSQL's full-text indexing alone, per page crawled (distributed): its floor
         "postgresql_fts_floor_ms_per_page": (
             round(1000 * figures["fts_cpu_per_document"] * figures["counts"]["indexed"] / max(pages, 1), 2)
@@ -552,6 +561,8 @@ def medians(runs: list[dict]) -> dict:
             summary["postgresql_by_group"] = {
                 k: {f: statistics.median(g[k][f] for g in groups) for f in ("cpu_ms_per_page", "calls_per_page")}
                 for k in groups[0]}
+        if runs[0].get("postgresql_settings"):
+            summary["postgresql_settings"] = runs[0]["postgresql_settings"]
         per_core = [r["pages_per_second_per_db_core"] for r in runs if r.get("pages_per_second_per_db_core")]
         if per_core:
             summary["pages_per_second_per_db_core"] = statistics.median(per_core)
@@ -589,6 +600,11 @@ def table(size: str, summary: dict, ceiling: float | None, latency: float) -> st
     lines += _ratio_table(summary)
     lines += _stage_table(summary)
     lines += _group_table(summary)
+    settings = next((m["postgresql_settings"] for m in summary.values() if m.get("postgresql_settings")), None)
+    if settings:
+        lines.append("\nPostgreSQL: " + ", ".join(f"{name} {value}" for name, value in settings.items())
+                     + ("" if settings.get("autovacuum") == "on" else
+                        " (autovacuum off: the tables have no statistics; `scripts/services.sh --statements`)"))
     return "\n".join(lines)
 
 

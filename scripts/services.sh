@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Make sure PostgreSQL and Redis answer on 127.0.0.1; start them if they are installed but
 # down (the commands of this machine image), install them with apt if missing.
-#   --statements  also load pg_stat_statements (for the benchmarks' statement groups):
-#                 ALTER SYSTEM and a restart of PostgreSQL, once; never while tests run.
+#   --statements  the benchmarks' server: also load pg_stat_statements (their statement
+#                 groups; ALTER SYSTEM and a restart of PostgreSQL, once; never while tests
+#                 run), and autovacuum on, PostgreSQL's default, which some CI images turn
+#                 off (a crawl's tables then never get statistics, and the planner guesses).
 set -euo pipefail
 statements=false
 [ "${1:-}" = "--statements" ] && statements=true
@@ -33,6 +35,9 @@ if $statements && ! psql -qtA -h 127.0.0.1 -U postgres -c "SHOW shared_preload_l
   pg_ctlcluster --skip-systemctl-redirect "$version" main restart
   for _ in $(seq 30); do pg_up && break; sleep 1; done
   pg_up || { echo "PostgreSQL did not come back after loading pg_stat_statements" >&2; exit 1; }
+fi
+if $statements && [ "$(psql -qtA -h 127.0.0.1 -U postgres -c "SHOW autovacuum")" != on ]; then
+  psql -q -h 127.0.0.1 -U postgres -c "ALTER SYSTEM SET autovacuum = on" -c "SELECT pg_reload_conf()" >/dev/null
 fi
 redis_up || { echo "Redis is not reachable on 127.0.0.1:6379" >&2; exit 1; }
 echo "PostgreSQL and Redis are up"
