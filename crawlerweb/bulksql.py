@@ -41,15 +41,20 @@ def typed(model, columns) -> str:
     return ", ".join(f"%s::{column_type(model, c)}" for c in columns)
 
 
-def locked(table: str, key: str = "id", skip_locked: bool = False) -> str:
+def locked(table: str, key: str = "id", skip_locked: bool = False, columns: tuple[str, ...] = ()) -> str:
     """A CTE that locks the rows of `table` whose `key` is in the array parameter, in `key`
     order, for an UPDATE … FROM unnest(…) that follows: such an UPDATE locks rows in its
     join's order, which the planner picks (a hash join: any order), and two statements
     locking overlapping rows in different orders deadlock. FOR NO KEY UPDATE is the lock
     the UPDATE takes anyway, so foreign-key checks on those rows still go through.
-    skip_locked: rows another transaction holds are left out (for hints, not records)."""
+    skip_locked: rows another transaction holds are left out (for hints, not records).
+    columns: the locked rows' newest values, for the UPDATE to test (`locked.state`) where a
+    test of its own row in its WHERE might be answered from another index than the key's
+    (a state index: every row in that state)."""
     skip = " SKIP LOCKED" if skip_locked else ""
-    return f"locked AS (SELECT {key} FROM {table} WHERE {key} = ANY(%s) ORDER BY {key} FOR NO KEY UPDATE{skip})"
+    selected = ", ".join((key, *columns))
+    return (f"locked AS (SELECT {selected} FROM {table} WHERE {key} = ANY(%s) ORDER BY {key} "
+            f"FOR NO KEY UPDATE{skip})")
 
 
 def in_chunks(values: list, size: int = SQLITE_MAX_VARIABLES):

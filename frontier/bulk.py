@@ -95,10 +95,10 @@ def write_states(columns: tuple[str, ...], rows: list[list]) -> set[int]:
         if connection.vendor == "postgresql":
             names = ", ".join(columns)
             cursor.execute(
-                f"""WITH {locked(_URLS)}
+                f"""WITH {locked(_URLS, columns=("state",))}
                     UPDATE {_URLS} u SET {", ".join(f"{c} = v.{c}" for c in columns)}
                     FROM unnest({arrays(Url, columns + ("id",))}) AS v({names}, id), locked
-                    WHERE u.id = v.id AND locked.id = v.id AND u.state = 'queued' RETURNING u.id""",
+                    WHERE u.id = v.id AND locked.id = v.id AND locked.state = 'queued' RETURNING u.id""",
                 [[row[-1] for row in rows]] + [list(column) for column in zip(*rows)])
             return {row[0] for row in cursor.fetchall()}
         # SQLite: one writer, and the caller read these rows queued in this transaction.
@@ -239,17 +239,21 @@ def add_inlinks(masks: dict[int, int], points: int, cap: int) -> tuple[list[tupl
                     found AS (SELECT u.id, u.url_key, v.mask, u.state = 'queued' AND u.inlink_hosts < %s AS open,
                                      u.inlink_bits & v.mask <> v.mask AS new
                               FROM {_URLS} u JOIN v ON u.url_key = v.key WHERE u.url_key = ANY(%s)),
-                    locked AS (SELECT id FROM {_URLS} WHERE id = ANY(ARRAY(SELECT id FROM found WHERE open AND new))
-                               AND state = 'queued' AND inlink_hosts < %s ORDER BY id FOR NO KEY UPDATE SKIP LOCKED),
+                    -- The lock answers with the row's newest state, tested after it: a state in
+                    -- the WHERE could be answered from the state index, a scan of the whole queue.
+                    locked AS (SELECT id, state, inlink_hosts FROM {_URLS}
+                               WHERE id = ANY(ARRAY(SELECT id FROM found WHERE open AND new))
+                               ORDER BY id FOR NO KEY UPDATE SKIP LOCKED),
                     raised AS (UPDATE {_URLS} u SET inlink_bits = u.inlink_bits | v.mask,
                                    inlink_hosts = u.inlink_hosts + {gained},
                                    priority = LEAST(u.priority + %s * (LEAST(u.inlink_hosts + {gained}, %s)
                                                                        - u.inlink_hosts), {importance.MAX_SCORE})
-                               FROM found v WHERE u.id = ANY(ARRAY(SELECT id FROM locked)) AND v.id = u.id
+                               FROM found v WHERE v.id = u.id AND u.id = ANY(ARRAY(
+                                   SELECT id FROM locked WHERE state = 'queued' AND inlink_hosts < %s))
                                RETURNING u.id, u.host_id, u.priority)
                     SELECT r.host_id, r.priority, CASE WHEN f.open THEN NULL ELSE f.url_key END
                     FROM found f LEFT JOIN raised r ON r.id = f.id WHERE r.id IS NOT NULL OR NOT f.open""",
-                [keys, [masks[key] for key in keys], cap, keys, cap, points, cap])
+                [keys, [masks[key] for key in keys], cap, keys, points, cap, cap])
             rows = cursor.fetchall()
             return [(host_id, priority) for host_id, priority, key in rows if key is None], \
                 [key for _, _, key in rows if key is not None]
