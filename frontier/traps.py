@@ -169,14 +169,7 @@ def count_yield(pages: list[tuple[str, bool, str]]) -> list[str]:
     if not counts:
         return []
     rows = sorted((pattern_key(p), p, n, new) for p, (n, new) in counts.items())  # key order: no deadlocks
-    now = connection.ops.adapt_datetimefield_value(timezone.now())
-    with connection.cursor() as cursor:
-        cursor.executemany(
-            f"""INSERT INTO {_PATTERNS} (key, pattern, pages, new_pages, allowed, created_at)
-                VALUES (%s, %s, %s, %s, %s, %s)
-                ON CONFLICT (key) DO UPDATE SET pages = {_PATTERNS}.pages + excluded.pages,
-                    new_pages = CASE WHEN {_PATTERNS}.new_pages + %s < 0 THEN 0 ELSE {_PATTERNS}.new_pages + %s END""",
-            [(key, pattern, n, max(new, 0), False, now, new, new) for key, pattern, n, new in rows])
+    _add_counts(rows)
     least = min(n for n in (_suspect_min_pages(), settings.CRAWLER_MIRROR_MIN_PAGES) if n)
     candidates = UrlPattern.objects.filter(key__in=[row[0] for row in rows], stopped_at__isnull=True, allowed=False,
                                            pages__gte=least).values_list("pattern", "pages", "new_pages")
@@ -194,6 +187,38 @@ def count_yield(pages: list[tuple[str, bool, str]]) -> list[str]:
                 stop(pattern)
                 stopped_now.append(pattern)
     return stopped_now
+
+
+def _add_counts(rows: list[tuple[int, str, int, int]]) -> None:
+    """Add (key, pattern, pages, new pages) to the patterns' counts, in key order; new pages
+    may be negative (a host's page another host copies) and a count stays at 0 or more.
+    On PostgreSQL one statement for the batch (a page stored brings two rows: its pattern
+    and its host), and one more for the negative counts when the batch has any."""
+    now = connection.ops.adapt_datetimefield_value(timezone.now())
+    # One transaction: the second statement's rows are locked by the first, in key order.
+    with transaction.atomic(savepoint=False), connection.cursor() as cursor:
+        if connection.vendor != "postgresql":  # SQLite: one writer, and no array parameters
+            cursor.executemany(
+                f"""INSERT INTO {_PATTERNS} (key, pattern, pages, new_pages, allowed, created_at)
+                    VALUES (%s, %s, %s, %s, %s, %s)
+                    ON CONFLICT (key) DO UPDATE SET pages = {_PATTERNS}.pages + excluded.pages,
+                        new_pages = MAX({_PATTERNS}.new_pages + %s, 0)""",
+                [(key, pattern, n, max(new, 0), False, now, new) for key, pattern, n, new in rows])
+            return
+        cursor.execute(
+            f"""INSERT INTO {_PATTERNS} AS p (key, pattern, pages, new_pages, allowed, created_at)
+                SELECT key, pattern, pages, GREATEST(new_pages, 0), false, %s
+                FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::int[]) AS v(key, pattern, pages, new_pages)
+                ORDER BY key
+                ON CONFLICT (key) DO UPDATE SET pages = p.pages + excluded.pages,
+                    new_pages = p.new_pages + excluded.new_pages""",
+            [now, *(list(column) for column in zip(*rows))])
+        fewer = [(key, new) for key, _, _, new in rows if new < 0]
+        if fewer:
+            cursor.execute(
+                f"""UPDATE {_PATTERNS} p SET new_pages = GREATEST(p.new_pages + v.new_pages, 0)
+                    FROM unnest(%s::bigint[], %s::int[]) AS v(key, new_pages) WHERE p.key = v.key""",
+                [[key for key, _ in fewer], [new for _, new in fewer]])
 
 
 def _mirrors(collapsed: list[str], partners: dict[str, str]) -> list[str]:

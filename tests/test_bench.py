@@ -96,6 +96,8 @@ def test_it_runs_the_quick_distributed_benchmark_and_the_embedded_crawler_on_pos
         assert sum(g["share"] for name, g in groups.items() if name != "total") == pytest.approx(1.0, abs=0.01)
         assert result["pages_per_second_per_db_core"] == pytest.approx(
             1000 / result["cpu_ms_per_page"]["postgresql"], rel=0.01)
+    assert set(result["postgresql_settings"]) == {"autovacuum", "shared_buffers", "synchronous_commit"}
+    assert result["postgresql_settings"]["autovacuum"] in ("on", "off")
     for kind in ("dispatcher", "workers", "postgresql"):
         assert result["cpu_seconds"][kind] > 0, kind
     assert set(result["peak_rss_mb"]) == {"dispatcher", "worker", "postgresql_backend", "redis", "sample_web"}
@@ -140,6 +142,8 @@ def _assert_stages(result: dict, ours: str) -> None:
      "links"),
     ("WITH added AS (INSERT INTO frontier_hostreferrer (host_id, referrer_key) SELECT h.id FROM v) "
      "UPDATE frontier_host h SET inlink_hosts = h.inlink_hosts + 1", "links"),
+    ("INSERT INTO frontier_urlpattern AS p (key, pattern) SELECT key, pattern FROM unnest($2::bigint[])", "links"),
+    ("UPDATE frontier_urlpattern p SET new_pages = GREATEST(p.new_pages + v.new_pages, $1)", "links"),
     ('INSERT INTO "console_processheartbeat" ("kind") VALUES ($1)', "other"),
     ("/* bench */ SELECT EXISTS (SELECT 1 FROM frontier_url WHERE state = 'queued')", None),
 ])

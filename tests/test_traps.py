@@ -92,6 +92,24 @@ def test_a_host_whose_pages_are_copies_of_another_hosts_is_stopped_as_a_mirror(s
     assert service.pattern_stopped(f"{MIRROR}/p1") is None
 
 
+def test_a_hosts_count_of_its_own_pages_falls_with_each_copy_of_them_and_never_below_zero(settings):
+    """Each page another host copies takes one from the original's own pages, in the same
+    batch statement as the counts (PostgreSQL: one upsert for the batch, one update for
+    what fell), and a host first counted by a copy of its page starts at 0, not below."""
+    settings.CRAWLER_MIRROR_MIN_PAGES, settings.CRAWLER_TRAP_MIN_PAGES = 1000, 0
+    original = "http://original.test"
+    traps.count_yield(pages("/own", 2, lambda i: True, original))
+    assert UrlPattern.objects.get(pattern=original).new_pages == 2
+    traps.count_yield(pages("/p", 1, lambda i: False, MIRROR, copied=lambda i: True)
+                      + pages("/own-more", 1, lambda i: True, original))  # +1 -1 in one batch
+    assert UrlPattern.objects.get(pattern=original).new_pages == 2
+    traps.count_yield(pages("/q", 5, lambda i: False, MIRROR, copied=lambda i: True))
+    assert [(r.pages, r.new_pages) for r in UrlPattern.objects.filter(pattern=original)] == [(3, 0)]
+    assert [(r.pages, r.new_pages) for r in UrlPattern.objects.filter(pattern=MIRROR)] == [(6, 0)]
+    traps.count_yield(pages("/r", 1, lambda i: False, MIRROR, copied=lambda i: True, original="http://new.test"))
+    assert [(r.pages, r.new_pages) for r in UrlPattern.objects.filter(pattern="http://new.test")] == [(0, 0)]
+
+
 def test_a_mirror_crawled_at_the_pace_of_its_original_is_stopped_and_the_original_kept(settings):
     """Each host stores half the shared texts first: counting only the later copy, each
     held half the originals and neither was ever stopped (the harvest bench's mirror was
