@@ -290,17 +290,20 @@ def _raise_waiting(keys: list[int], assignments: str, assignment_params: list, c
     """UPDATE the waiting URLs of these keys where `condition` holds with `assignments`
     ({least}: the backend's two-argument minimum); returns (host id, new score) of each.
     On PostgreSQL a row another writer holds is skipped, not waited for: it is being
-    recorded as fetched, and its score no longer matters."""
+    recorded as fetched, and its score no longer matters. The rows are locked by key and
+    the state and `condition` tested on what the lock returns: in its WHERE, the planner
+    could answer them from an index of every waiting URL."""
     if not keys:
         return []
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
-                f"""WITH locked AS (SELECT id FROM {_URLS} WHERE url_key = ANY(%s) AND state = 'queued'
-                                    AND {condition} ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)
+                f"""WITH locked AS (SELECT * FROM {_URLS} WHERE url_key = ANY(%s)
+                                    ORDER BY id FOR NO KEY UPDATE SKIP LOCKED)
                     UPDATE {_URLS} SET {assignments.format(least="LEAST")}
-                    WHERE id = ANY(ARRAY(SELECT id FROM locked)) RETURNING host_id, priority""",
-                [keys, *condition_params, *assignment_params])
+                    WHERE id = ANY(ARRAY(SELECT id FROM locked WHERE state = 'queued' AND {condition}))
+                    RETURNING host_id, priority""",
+                [keys, *assignment_params, *condition_params])
             return cursor.fetchall()
         found = []
         for chunk in in_chunks(keys):  # SQLite: one writer

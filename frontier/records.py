@@ -82,9 +82,10 @@ QUEUED_FIELDS = ("id", "url", "depth", "redirect_hops", "attempts", "scopes", "e
 
 @stagetime.timed("leases")
 def queued_urls(url_ids: list[int]) -> list[QueuedUrl]:
-    """Those of the URLs still queued, in the given order."""
-    rows = {r[0]: QueuedUrl(*r) for r in
-            Url.objects.filter(id__in=url_ids, state=UrlState.QUEUED).values_list(*QUEUED_FIELDS)}
+    """Those of the URLs still queued, in the given order. Found by id, their state tested
+    here: a state in the WHERE could be answered from an index of every waiting URL."""
+    rows = {r[0]: QueuedUrl(*r[:-1]) for r in
+            Url.objects.filter(id__in=url_ids).values_list(*QUEUED_FIELDS, "state") if r[-1] == UrlState.QUEUED}
     return [rows[i] for i in url_ids if i in rows]
 
 

@@ -83,3 +83,23 @@ def test_recording_fetched_urls_locks_them_by_id(urls, statistics):
     assert written == set(rows)  # a URL recorded already is left as it was
     assert Url.objects.filter(id__in=fetched, outcome="ok").count() == 0
     _assert_by_key(plan)
+
+
+@pytest.mark.parametrize("statistics", [False, True], ids=["no statistics", "analyzed"])
+def test_a_sitemaps_hints_raise_waiting_urls_found_by_key(urls, statistics):
+    _statistics(statistics)
+    keys = list(range(1, 20_001, 400))  # waiting URLs (n % 50 == 0)
+    raised, plan = _plan_of_last_statement(lambda: bulk.raise_hints({20: keys}))
+    assert len(raised) == len(keys)
+    _assert_by_key(plan)
+
+
+@pytest.mark.parametrize("statistics", [False, True], ids=["no statistics", "analyzed"])
+def test_a_sessions_urls_are_read_by_id(urls, statistics):
+    from frontier.records import queued_urls
+
+    _statistics(statistics)
+    ids = list(Url.objects.order_by("id").values_list("id", flat=True)[:200])
+    found, plan = _plan_of_last_statement(lambda: queued_urls(ids[::-1]))
+    assert [queued.id for queued in found] == [i for i in ids[::-1] if (i - ids[0]) % 50 == 0]  # queued, in order
+    _assert_by_key(plan)
