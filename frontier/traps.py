@@ -47,6 +47,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from crawlerweb.bulksql import arrays
+
 from .models import Host, Url, UrlPattern, UrlState
 from .normalize import NormalUrl, origin_of
 
@@ -208,7 +210,8 @@ def _add_counts(rows: list[tuple[int, str, int, int]]) -> None:
         cursor.execute(
             f"""INSERT INTO {_PATTERNS} AS p (key, pattern, pages, new_pages, allowed, created_at)
                 SELECT key, pattern, pages, GREATEST(new_pages, 0), false, %s
-                FROM unnest(%s::bigint[], %s::text[], %s::int[], %s::int[]) AS v(key, pattern, pages, new_pages)
+                FROM unnest({arrays(UrlPattern, ("key", "pattern", "pages", "new_pages"))})
+                    AS v(key, pattern, pages, new_pages)
                 ORDER BY key
                 ON CONFLICT (key) DO UPDATE SET pages = p.pages + excluded.pages,
                     new_pages = p.new_pages + excluded.new_pages""",
@@ -217,7 +220,8 @@ def _add_counts(rows: list[tuple[int, str, int, int]]) -> None:
         if fewer:
             cursor.execute(
                 f"""UPDATE {_PATTERNS} p SET new_pages = GREATEST(p.new_pages + v.new_pages, 0)
-                    FROM unnest(%s::bigint[], %s::int[]) AS v(key, new_pages) WHERE p.key = v.key""",
+                    FROM unnest({arrays(UrlPattern, ("key", "new_pages"))}) AS v(key, new_pages)
+                    WHERE p.key = v.key""",
                 [[key for key, _ in fewer], [new for _, new in fewer]])
 
 
