@@ -16,6 +16,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from . import idle
 from .limits import Limits, cached_limits, current_limits, domain_excluded
 from .models import CrawlLimits, ExcludedDomain, Host, ServerAddress, Url, UrlState
 
@@ -99,8 +100,12 @@ def resume_excluded_urls(domains: list[str]) -> int:
                 if not domain_excluded(origin_hostname(origin), still)]
     if not host_ids:
         return 0
-    return Url.objects.filter(host_id__in=host_ids, state=UrlState.EXCLUDED, outcome="excluded_domain").update(
-        state=UrlState.QUEUED, outcome="", next_fetch_at=timezone.now())
+    with transaction.atomic():
+        queued = Url.objects.filter(host_id__in=host_ids, state=UrlState.EXCLUDED, outcome="excluded_domain").update(
+            state=UrlState.QUEUED, outcome="", next_fetch_at=timezone.now())
+        if queued:
+            idle.wake(host_ids=host_ids)
+    return queued
 
 
 def hosts_under(domains: list[str]) -> list[int]:

@@ -124,6 +124,10 @@ def score(url: str, host: str, depth: int, inlink_hosts: int = 0, hint: int = 0)
     return parts(url, host, depth, inlink_hosts, hint).total
 
 
+LOWEST_BAND = 2
+IDLE_BAND = 3  # a host with no URL waiting: dispatch never reads it (frontier/idle.py)
+
+
 def band(priority: int) -> int:
     """0 (best), 1 or 2: where CRAWLER_SCORE_BANDS (two thresholds) put a score."""
     high, low = settings.CRAWLER_SCORE_BANDS

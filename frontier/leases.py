@@ -12,12 +12,13 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import BooleanField, Exists, OuterRef, Q
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from crawlerweb import stagetime
 
-from . import bulk, importance, pacing, politeness
+from . import bulk, idle, importance, pacing, politeness
 from .models import CrawlLimits, Host, ServerAddress, Url, UrlState
 from .records import QUEUED_FIELDS, QueuedUrl
 
@@ -68,6 +69,7 @@ def lease_ready_hosts(owner: str, max_hosts: int, loaded: bool = False) -> list[
     # host once the pause is committed. One primary-key lookup per round.
     if CrawlLimits.objects.filter(pk=1, paused_at__isnull=False).exists():
         return []
+    idle.sweep_when_due()
     now = timezone.now()
     active = Host.objects.filter(leased_until__gt=now).count()
     max_hosts = min(max_hosts, settings.CRAWLER_MAX_ACTIVE_LEASES - active)
@@ -75,12 +77,11 @@ def lease_ready_hosts(owner: str, max_hosts: int, loaded: bool = False) -> list[
         return []
     loaded = loaded or active >= 0.8 * settings.CRAWLER_MAX_ACTIVE_LEASES
     free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
-    due = Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED, next_fetch_at__lte=now)
     token = f"{owner}:{uuid.uuid4().hex[:12]}"
     lease_seconds = settings.CRAWLER_LEASE_SECONDS
     by_address = politeness.per_address()
     with transaction.atomic():
-        ready = Host.objects.filter(free, next_fetch_at__lte=now, paused_at__isnull=True).filter(Exists(due))
+        ready = Host.objects.filter(free, next_fetch_at__lte=now, paused_at__isnull=True).filter(_has_due_url(now))
         if by_address:
             busy = ServerAddress.objects.filter(address=OuterRef("address")).filter(
                 Q(leased_until__gt=now) | Q(next_fetch_at__gt=now))
@@ -110,6 +111,12 @@ def lease_ready_hosts(owner: str, max_hosts: int, loaded: bool = False) -> list[
         else:  # its URLs were taken meanwhile
             release_host(host_id, token, None, leased_address=addresses[host_id])
     return leases
+
+
+def _has_due_url(now: datetime) -> RawSQL:
+    """The host has a URL due now, probed per host (idle.waiting_url_sql says why)."""
+    return RawSQL(idle.waiting_url_sql(f"{Host._meta.db_table}.id", due=True),
+                  [UrlState.QUEUED.value, connection.ops.adapt_datetimefield_value(now)], output_field=BooleanField())
 
 
 def _draw_by_band(ready, max_hosts: int, loaded: bool) -> list[tuple[int, str | None]]:
@@ -284,7 +291,10 @@ def release_host(host_id: int, token: str, next_fetch_at: datetime | None, *, le
             changes["address"] = update.address
     if next_fetch_at is not None:
         changes["next_fetch_at"] = next_fetch_at
-    released = bool(Host.objects.filter(id=host_id, lease_owner=token).update(**changes))
+    with transaction.atomic():  # the row locked by the release, then the look (frontier/idle.py)
+        released = bool(Host.objects.filter(id=host_id, lease_owner=token).update(**changes))
+        if released:
+            idle.set_aside([host_id], locked=True)
     address_next_at = update.address_next_at if update is not None else None
     if leased_address:
         politeness.release_address(leased_address, token, address_next_at)
@@ -305,7 +315,9 @@ def release_hosts(ended: list[tuple[int, str, str, HostUpdate]]) -> set[int]:
     adapt = connection.ops.adapt_datetimefield_value
     host_rows = [(host_id, token, adapt(u.next_fetch_at), u.response_time, u.failures, u.wait_reason[:24],
                   u.address or None) for host_id, token, _, u in ended]
-    released = bulk.release_hosts(host_rows)
+    with transaction.atomic():  # the rows locked by the release, then the look (frontier/idle.py)
+        released = bulk.release_hosts(host_rows)
+        idle.set_aside(released, locked=True)
     addresses = [(address, token, adapt(u.address_next_at) if u.address_next_at else None)
                  for _, token, address, u in ended if address]
     if addresses:

@@ -58,7 +58,8 @@ class Host(models.Model):
     paused_at = models.DateTimeField(null=True, blank=True, help_text="an operator paused this host: nothing "
                                      "is fetched from it until it is resumed")
     band = models.SmallIntegerField(default=2, db_default=2, help_text="score band of the best URL it is known to "
-                                    "have waiting: 0 best, 2 least (frontier/importance.py); dispatch draws by band")
+                                    "have waiting: 0 best, 2 least (frontier/importance.py); dispatch draws by band; "
+                                    "3: nothing waiting, not read by dispatch (frontier/idle.py)")
     # Gemini's trust on first use (fetch/gemini.py): the certificate the host showed, and a
     # change seen while the one before had not expired yet (recorded, not refused).
     tls_fingerprint = models.CharField(max_length=64, blank=True, default="", db_default="",

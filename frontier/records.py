@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from crawlerweb import stagetime
 
-from . import bulk, recrawl
+from . import bulk, idle, recrawl
 from .models import DeadLetter, Host, Url, UrlKind, UrlState
 from .outcomes import FetchReport, next_state
 from .vocabulary import Observation
@@ -199,6 +199,7 @@ def requeue_dead_letters(dead_letter_ids: Iterable[int]) -> int:
         Url.objects.filter(id__in=url_ids).update(
             state=UrlState.QUEUED, attempts=0, outcome="requeued", next_fetch_at=timezone.now()
         )
+        idle.wake(url_ids=url_ids)
         letters.delete()
     return len(url_ids)
 

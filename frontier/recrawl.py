@@ -45,7 +45,7 @@ from django.utils import timezone
 
 from crawlerweb.bulksql import in_chunks
 
-from . import changerate, planning
+from . import changerate, idle, planning
 from .models import RecrawlPlan, Url, UrlState
 from .normalize import InvalidUrl, normalize
 from .vocabulary import Observation
@@ -436,6 +436,8 @@ def release_due(now: datetime | None = None, limit: int | None = None) -> int:
         wanted = min(limit, int(credit))
         ids = _most_overdue(now, wanted) if wanted > 0 else []
         released = Url.objects.filter(id__in=ids, state__in=RELEASED_STATES).update(state=UrlState.QUEUED, attempts=0)
+        if released:
+            idle.wake(url_ids=ids)
         RecrawlPlan.objects.filter(pk=1).update(credit=credit - released, released_at=now,
                                                 released_total=plan.released_total + released)
     return released

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from . import idle
 from .limits import cached_limits, current_limits
 from .models import CrawlLimits, DeadLetter, Host, SteeringAction, Url, UrlState
 from .normalize import InvalidUrl, normalize
@@ -159,6 +160,7 @@ def recrawl_now(url_ids: list[int], actor: str) -> ActionResult:
         DeadLetter.objects.filter(url__in=wanted).delete()
         changed = wanted.update(state=UrlState.QUEUED, outcome="recrawl_now", next_fetch_at=now, attempts=0,
                                 backoff_level=0)
+        idle.wake(url_ids=ids)
         detail = {"excludedUrlIds": excluded, "unknownUrlIds": [i for i in ids if i not in found]}
         target = ", ".join(Url.objects.filter(id__in=ids[:3]).order_by("id").values_list("url", flat=True))
         if len(ids) > 3:

@@ -49,6 +49,7 @@ from django.utils import timezone
 
 from crawlerweb.bulksql import arrays
 
+from . import idle
 from .models import Host, Url, UrlPattern, UrlState
 from .normalize import NormalUrl, origin_of
 
@@ -297,6 +298,8 @@ def resume(pattern: str) -> int:
         ids = _queued_ids(pattern, UrlState.EXCLUDED)
         queued = Url.objects.filter(id__in=ids, state=UrlState.EXCLUDED, outcome=_outcome(pattern)).update(
             state=UrlState.QUEUED, outcome="", next_fetch_at=timezone.now()) if ids else 0
+        if queued:
+            idle.wake(url_ids=ids)
     _note(pattern, False)
     return queued
 

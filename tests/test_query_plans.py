@@ -10,6 +10,8 @@ no statistics and once analyzed (both inside the test's transaction, rolled back
 deleting a table's statistics takes the superuser the test setup connects as).
 """
 
+import re
+
 import pytest
 from django.db import connection
 
@@ -99,3 +101,47 @@ def test_a_sessions_urls_are_read_by_id(urls, statistics):
     found, plan = _plan_of_last_statement(lambda: queued_urls(ids[::-1]))
     assert [queued.id for queued in found] == [i for i in ids[::-1] if (i - ids[0]) % 50 == 0]  # queued, in order
     _assert_by_key(plan)
+
+
+@pytest.fixture
+def hosts_half_exhausted():
+    """200 hosts of 100 URLs each: the even ones with every URL waiting, the odd ones done."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    hosts = Host.objects.bulk_create([Host(origin=f"http://h{n}.test", next_fetch_at=timezone.now() - timedelta(hours=1))
+                                      for n in range(200)])
+    Url.objects.bulk_create([Url(url=f"{host.origin}/{n}", url_key=i * 100 + n + 1, host=host, depth=1, priority=-10,
+                                 state="queued" if i % 2 == 0 else "fetched")
+                             for i, host in enumerate(hosts) for n in range(100)], batch_size=5_000)
+    return hosts
+
+
+@pytest.mark.parametrize("statistics", [False, True], ids=["no statistics", "analyzed"])
+def test_the_ready_hosts_query_probes_each_host_instead_of_reading_the_queue(hosts_half_exhausted, statistics):
+    from frontier.leases import lease_ready_hosts
+
+    _statistics(statistics)
+    statements = []
+
+    def capture(execute, sql, params, many, context):
+        statements.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        leases = lease_ready_hosts("plan-test", 8)
+    waiting = {host.id for i, host in enumerate(hosts_half_exhausted) if i % 2 == 0}
+    assert len(leases) == 8 and {lease.host_id for lease in leases} <= waiting
+    assert all(len(lease.url_ids) > 0 for lease in leases)
+    ready = [(sql, params) for sql, params in statements if "SKIP LOCKED" in sql and "frontier_url" in sql]
+    assert ready, statements
+    for sql, params in ready:
+        with connection.cursor() as cursor:
+            cursor.execute("EXPLAIN " + sql, params)
+            plan = "\n".join(row[0] for row in cursor.fetchall())
+        assert "SubPlan" in plan and "Semi Join" not in plan, plan
+        url_scans = [line for line in plan.splitlines() if "on frontier_url" in line]
+        assert url_scans and all(re.search(r"Index (Only )?Scan using url_host_(due|queue) on frontier_url", line)
+                                 for line in url_scans), plan
+        assert plan.count("Index Cond: (host_id = frontier_host.id") >= len(url_scans), plan  # probed per host
