@@ -1,9 +1,11 @@
 """Frontier scale: does dispatch cost per URL stay flat as the frontier grows to 1M URLs?
 
-For each frontier size (default 10,000 and 1,000,000 queued URLs over 1,000 hosts) the
+For each frontier size (default 10,000 and 1,000,000 queued URLs over 1,000 hosts; with
+--done-hosts N also N hosts whose every URL is fetched, ready longest) the
 URL table is filled directly in PostgreSQL (generate_series, so preloading takes seconds),
 then the dispatcher's own function, frontier.service.lease_ready_hosts, runs for a number
-of rounds; after each round the leased hosts are released as due again, so every round
+of rounds; after each round the leased hosts are released as due again (release_hosts, as a
+writer gives back a group's ended sessions), so every round
 does the full work of choosing hosts and their best URLs. Also measured: link admission
 (frontier.service.add_urls: normalize, seen test against the big table, insert).
 
@@ -55,7 +57,7 @@ def _empty_with_hosts(cur, hosts: int, domain: str) -> None:
            FROM generate_series(1, %s) AS i""", [domain, hosts])
 
 
-def preload(urls: int, hosts: int = HOSTS) -> None:
+def preload(urls: int, hosts: int = HOSTS, done_hosts: int = 0) -> None:
     with connection.cursor() as cur:
         _empty_with_hosts(cur, hosts, "frontier.test")
         cur.execute(
@@ -65,10 +67,31 @@ def preload(urls: int, hosts: int = HOSTS) -> None:
                SELECT ('x' || substr(md5('u' || i), 1, 16))::bit(64)::bigint, 'http://h' || (i %% %s + 1) || '.frontier.test/p/' || i, i %% %s + 1,
                       i %% 5, 0, -(i %% 5), 'queued', '', 0, now(), '', now(), '', 0, '', '', '', '', 0, ''
                FROM generate_series(1, %s) AS i""", [hosts, hosts, urls])
+        if done_hosts:
+            _add_done_hosts(cur, done_hosts)
         cur.execute("UPDATE frontier_host h SET url_count = (SELECT count(*) FROM frontier_url u WHERE u.host_id = h.id)")
     with connection.cursor() as cur:
         cur.execute("VACUUM ANALYZE frontier_url")
         cur.execute("VACUUM ANALYZE frontier_host")
+
+
+def _add_done_hosts(cur, hosts: int) -> None:
+    """Hosts whose every URL is fetched (a long crawl's usual host: done until a recrawl is
+    due), free and ready since before the others, so the dispatcher's scan meets them first.
+    Two fetched pages each."""
+    cur.execute(
+        """INSERT INTO frontier_host (origin, next_fetch_at, lease_owner, robots_body, robots_error,
+                                      robots_sitemaps, wait_reason, url_count, failures, created_at)
+           SELECT 'http://d' || i || '.done.test', now() - interval '1 day', '', '', '', '', '', 0, 0, now()
+           FROM generate_series(1, %s) AS i""", [hosts])
+    cur.execute(
+        """INSERT INTO frontier_url (url_key, url, host_id, depth, redirect_hops, priority, state, outcome,
+                                     attempts, next_fetch_at, content_hash, created_at, scopes, backoff_level,
+                                     change_stats, etag, last_modified, last_observation, observations, text_hash)
+           SELECT ('x' || substr(md5('d' || h.id || '/' || n), 1, 16))::bit(64)::bigint,
+                  h.origin || '/' || n, h.id, 1, 0, -10, 'fetched', 'ok', 0, now() + interval '30 days', '', now(),
+                  '', 0, '', '', '', '', 1, ''
+           FROM frontier_host h, generate_series(1, 2) AS n WHERE h.origin LIKE '%%.done.test'""")
 
 
 def measure_dispatch(rounds: int, hosts_per_round: int = 64) -> dict:
@@ -79,9 +102,9 @@ def measure_dispatch(rounds: int, hosts_per_round: int = 64) -> dict:
     for _ in range(rounds):
         leases = service.lease_ready_hosts("frontier-bench", hosts_per_round)
         leased_urls += sum(len(lease.url_ids) for lease in leases)
-        now = timezone.now()
-        for lease in leases:
-            service.release_host(lease.host_id, lease.token, now)
+        # as a crawling process's writer gives back a group's ended sessions: one call
+        update = service.HostUpdate(next_fetch_at=timezone.now())
+        service.release_hosts([(lease.host_id, lease.token, lease.address, update) for lease in leases])
     wall, cpu = time.monotonic() - wall, time.process_time() - cpu
     pg = postgres.elapsed_cpu()
     return {
@@ -177,6 +200,8 @@ def main(argv=None) -> int:
     parser.add_argument("--plan-sizes", default="1000000", help="fetched pages for the recrawl plan ('' = skip)")
     parser.add_argument("--row-by-row", action="store_true", help="plan as before frontier/planning.py (compare)")
     parser.add_argument("--rounds", type=int, default=200)
+    parser.add_argument("--done-hosts", type=int, default=0,
+                        help="also this many hosts with every URL fetched, ready longest (a long crawl's state)")
     parser.add_argument("--out", default="var/bench/frontier-scale.json")
     args = parser.parse_args(argv)
     if connection.vendor != "postgresql":
@@ -184,8 +209,8 @@ def main(argv=None) -> int:
     results = {}
     for size in [int(s) for s in args.sizes.split(",") if s]:
         started = time.monotonic()
-        preload(size)
-        figures = {"preload_seconds": round(time.monotonic() - started, 1)}
+        preload(size, done_hosts=args.done_hosts)
+        figures = {"preload_seconds": round(time.monotonic() - started, 1), "done_hosts": args.done_hosts}
         figures |= measure_dispatch(args.rounds)
         figures |= measure_admission(20)
         results[str(size)] = figures
