@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from crawlerweb.humanize import moment, relative
 
+from .importance import IDLE_BAND
 from .models import Host, Url, UrlState
 
 LEASED, PAUSED, BACKING_OFF, READY, IDLE = "leased", "paused", "backing_off", "ready", "idle"
@@ -93,7 +94,12 @@ def state_of(host: Host, *, has_due: bool | None = None, now: datetime | None = 
                          "waiting" if polite else f"backing off ({words.split(' (')[0]})")
     if has_due is None:
         has_due = Url.objects.filter(host=host, state=UrlState.QUEUED, next_fetch_at__lte=now).exists()
+    if has_due and host.band == IDLE_BAND:  # a writer queued its URLs without waking it
+        return HostState(READY, "ready: URLs are due, but it is set aside as finished until the next sweep "
+                                "wakes it (frontier/idle.py)")
     if has_due:
         return HostState(READY, "ready: URLs are due and it is free to be leased")
+    if host.band == IDLE_BAND:
+        return HostState(IDLE, "idle: nothing waiting, set aside from dispatch until a URL is queued")
     return HostState(IDLE, "idle: nothing due")
 

@@ -76,3 +76,17 @@ def test_each_host_has_one_state_and_the_figures_count_the_same_states():
     figures = service.host_figures()["hosts"]
     counted = {state: figures[state] for state in ("leased", "paused", "backing_off", "ready", "idle")}
     assert counted == {"leased": 1, "paused": 1, "backing_off": 2, "ready": 1, "idle": 1}
+
+
+@pytest.mark.django_db
+def test_a_host_set_aside_from_dispatch_says_so():
+    from frontier.importance import IDLE_BAND
+
+    past = timezone.now() - timedelta(minutes=5)
+    finished = _host("http://finished.test", next_fetch_at=past, band=IDLE_BAND)
+    missed = _host("http://missed.test", next_fetch_at=past, band=IDLE_BAND)
+    _url(finished, state=UrlState.FETCHED)
+    _url(missed, next_fetch_at=past)  # queued by a writer that did not wake it
+    assert service.host_state(finished).text == "idle: nothing waiting, set aside from dispatch until a URL is queued"
+    state = service.host_state(missed)
+    assert state.state == "ready" and "until the next sweep" in state.text
