@@ -406,7 +406,7 @@ CRAWLER_COMMIT_GROUP_PAGES = envint("CRAWLER_COMMIT_GROUP_PAGES", 64, minimum=1)
 CRAWLER_COMMIT_INTERVAL = envfloat("CRAWLER_COMMIT_INTERVAL", 0.25, minimum=0.0)
 # … with at most this many pages waiting for the writer; beyond it, sessions wait for it.
 CRAWLER_COMMIT_MAX_PENDING_PAGES = envint("CRAWLER_COMMIT_MAX_PENDING_PAGES", 256, minimum=1)
-# Each dispatching process, this often (and at its first round), wakes hosts set aside as
+# Each dispatching process, at its start and this often, wakes hosts set aside as
 # having nothing waiting that a writer queued URLs for without waking them (the previous
 # release's workers), and sets aside hosts left with nothing (frontier/idle.py); 0 = never.
 CRAWLER_IDLE_SWEEP_SECONDS = envfloat("CRAWLER_IDLE_SWEEP_SECONDS", 300.0, minimum=0.0)

@@ -90,6 +90,7 @@ def run_embedded(threads: int | None = None, progress=None, max_seconds: float |
     engine = SessionEngine(fetch_threads=threads, name="embedded", parse_processes=default_processes(embedded=True)).start()
     idle = IdlePolicy()
     beat = _InProcessBeat() if continuous else None
+    frontier.sweep_idle_hosts_next_round()
     try:
         while not stop.is_set() and not (max_seconds and time.monotonic() - started > max_seconds):
             if beat is not None:
@@ -172,6 +173,7 @@ def run_dispatcher(name: str, app, stop: threading.Event) -> None:
     leasing uses SKIP LOCKED, so they never hand out the same host twice. A dispatcher
     never waits out a politeness delay: hosts that are not ready are not leased."""
     idle = IdlePolicy()
+    frontier.sweep_idle_hosts_next_round()
     while not stop.is_set():
         close_old_connections()
         try:

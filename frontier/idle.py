@@ -134,6 +134,14 @@ _last_sweep = {"at": None}
 _sweep_lock = threading.Lock()
 
 
+def sweep_next_round() -> None:
+    """A runner starts (a dispatcher, an embedded crawl): its first round sweeps, whatever
+    this process swept before, so that URLs queued meanwhile by hand or by another release
+    are found at once."""
+    with _sweep_lock:
+        _last_sweep["at"] = None
+
+
 def sweep_when_due() -> None:
     """The sweep, if this process has not run one for CRAWLER_IDLE_SWEEP_SECONDS (and at
     its first dispatch round, so that an upgraded dispatcher sets aside what is finished)."""

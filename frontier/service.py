@@ -54,6 +54,7 @@ from .leases import (
 )
 from .export import url_count, url_rows
 from .hoststate import WAIT_REASON_TEXT, HostState, state_of as host_state
+from .idle import sweep_next_round as sweep_idle_hosts_next_round
 from .importance import band as score_band
 from .importance import shares as band_shares
 from .importance import site_points
@@ -124,7 +125,7 @@ __all__ = [
     # leases and sessions
     "HostUpdate", "HostView", "Lease", "begin_lease", "begin_leases", "claim_address", "lease_ready_hosts", "more_urls",
     "release_host", "release_hosts", "release_leases_of", "renew_leases", "score_band", "band_shares",
-    "site_points",
+    "site_points", "sweep_idle_hosts_next_round",
     # records
     "MAX_SITEMAPS", "QueuedUrl", "UrlKind", "queued_urls", "record_fetch", "record_fetches", "requeue_dead_letters",
     "save_robots", "settle_unstorable", "record_certificate",
