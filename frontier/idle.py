@@ -20,10 +20,11 @@ was committed before the look; a wake that waited for the lock runs on the row s
 and takes it back out. A URL queued but not due yet (a retry's back-off) keeps its host in
 the scan: nothing would wake the host when its time comes.
 
-A sweep, at most every CRAWLER_IDLE_SWEEP_SECONDS in each dispatching process, wakes hosts
-a writer missed (the previous release's workers know nothing of this rule) and sets aside
-the hosts left with nothing by other means (a domain excluded, a trap stopped, and every
-finished host of a crawl begun before this release).
+A sweep, when a dispatcher or an embedded crawl starts and at most every
+CRAWLER_IDLE_SWEEP_SECONDS after in each dispatching process, wakes hosts a writer missed
+(the previous release's workers know nothing of this rule, nor does a URL queued by hand in
+SQL) and sets aside the hosts left with nothing by other means (a domain excluded, a trap
+stopped, and every finished host of a crawl begun before this release).
 """
 
 import threading
