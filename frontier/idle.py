@@ -34,6 +34,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from crawlerweb import stagetime
+from crawlerweb.bulksql import in_chunks, locked, marks
 
 from .importance import IDLE_BAND, LOWEST_BAND
 from .models import Host, Url, UrlState
@@ -63,16 +64,14 @@ def wake(host_ids=(), url_ids=()) -> None:
     transaction that queued URLs for them. Every row is updated, set aside or not, so that
     the update waits for a `set_aside` that holds the row (the module doc's rule)."""
     host_ids = set(host_ids)
-    if url_ids:
-        for start in range(0, len(url_ids), 5_000):
-            host_ids.update(Url.objects.filter(id__in=list(url_ids)[start:start + 5_000])
-                            .values_list("host_id", flat=True).distinct())
+    for chunk in in_chunks(list(url_ids), 5_000):
+        host_ids.update(Url.objects.filter(id__in=chunk).values_list("host_id", flat=True).distinct())
     if not host_ids:
         return
     ids = sorted(host_ids)  # one lock order for every writer of host rows
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
-            cursor.execute(f"""WITH locked AS (SELECT id FROM {_HOSTS} WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)
+            cursor.execute(f"""WITH {locked(_HOSTS)}
                                UPDATE {_HOSTS} h SET band = LEAST(h.band, %s) FROM locked WHERE h.id = locked.id""",
                            [ids, LOWEST_BAND])
             return
@@ -99,9 +98,8 @@ def set_aside(host_ids, locked: bool = False) -> int:
             return cursor.rowcount
         # SQLite: one writer at a time, so the look cannot miss a URL another is queueing.
         set_aside_count = 0
-        for start in range(0, len(ids), 500):
-            chunk = ids[start:start + 500]
-            cursor.execute(f"UPDATE {_HOSTS} SET band = %s WHERE id IN ({', '.join(['%s'] * len(chunk))}) "
+        for chunk in in_chunks(ids, 500):
+            cursor.execute(f"UPDATE {_HOSTS} SET band = %s WHERE id IN ({marks(len(chunk))}) "
                            f"AND band < %s AND NOT {waiting_url_sql(_HOSTS + '.id')}",
                            [IDLE_BAND, *chunk, IDLE_BAND, UrlState.QUEUED.value])
             set_aside_count += cursor.rowcount
