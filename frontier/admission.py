@@ -18,7 +18,7 @@ from django.db.models import Count, F, Sum
 
 from crawlerweb import stagetime
 
-from . import bulk, importance, scope, seen, traps
+from . import bulk, importance, instate, scope, seen, traps
 from .filters import rejection_reason
 from .limits import current_limits
 from .controls import origin_hostname
@@ -312,10 +312,11 @@ def _update_known(existing: dict[int, tuple[int, str, str, int]], best: dict[int
         if merged != keys:
             widened[(keys, merged)].append(key)
     for depth, keys in sorted(shallower.items()):  # the score's depth part moves with the depth
-        Url.objects.filter(url_key__in=keys, state=UrlState.QUEUED, depth__gt=depth).update(
-            depth=depth, priority=F("priority") + settings.CRAWLER_SCORE_DEPTH * (depth - F("depth")))
+        instate.update_in_state(UrlState.QUEUED, dict(
+            depth=depth, priority=F("priority") + settings.CRAWLER_SCORE_DEPTH * (depth - F("depth"))),
+            keys=keys, where={"depth__gt": depth})
     for (keys, merged), url_keys in sorted(widened.items()):
-        Url.objects.filter(url_key__in=url_keys, state=UrlState.QUEUED, scopes=keys).update(scopes=merged)
+        instate.update_in_state(UrlState.QUEUED, dict(scopes=merged), keys=url_keys, where={"scopes": keys})
     if hinted:  # the score's hint part moves with the hint
         _raised(bulk.raise_hints(hinted), result)
 

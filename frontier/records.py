@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from crawlerweb import stagetime
 
-from . import bulk, idle, recrawl
+from . import bulk, idle, instate, recrawl
 from .models import DeadLetter, Host, Url, UrlKind, UrlState
 from .outcomes import FetchReport, next_state
 from .vocabulary import Observation
@@ -126,8 +126,10 @@ def record_fetches(results: list[tuple[FetchReport, int]]) -> Recorded:
     now = timezone.now()
     adapt = connection.ops.adapt_datetimefield_value
     with transaction.atomic():
-        rows = {r["id"]: r for r in Url.objects.filter(id__in=[report.url_id for report, _ in results],
-                                                       state=UrlState.QUEUED).values(*_READ)}
+        # Read by id, the state tested here: a state in the WHERE could be answered from an
+        # index of every waiting URL (frontier/instate.py).
+        rows = {r["id"]: r for r in Url.objects.filter(id__in=[report.url_id for report, _ in results]).values(*_READ)
+                if r["state"] == UrlState.QUEUED}
         params, dead = [], []
         for report, attempts in results:
             row = rows.get(report.url_id)
@@ -210,12 +212,11 @@ def settle_unstorable(url_ids: list[int], reason: str) -> int:
     failing again forever. Only URLs still queued. Returns how many were settled."""
     now = timezone.now()
     with transaction.atomic():
-        settled = list(Url.objects.filter(id__in=url_ids, state=UrlState.QUEUED).values_list("id", "last_status",
-                                                                                              "attempts"))
-        Url.objects.filter(id__in=[row[0] for row in settled]).update(
-            state=UrlState.FAILED, outcome=reason[:40], last_fetched_at=now, next_fetch_at=now)
+        changed = set(instate.update_in_state(UrlState.QUEUED, dict(state=UrlState.FAILED, outcome=reason[:40],
+                                                                    last_fetched_at=now, next_fetch_at=now), ids=url_ids))
+        settled = Url.objects.filter(id__in=changed).values_list("id", "last_status", "attempts")
         for url_id, last_status, attempts in settled:
             DeadLetter.objects.update_or_create(url_id=url_id, defaults=dict(reason=reason[:80], last_status=last_status,
                                                                              attempts=attempts))
-    return len(settled)
+    return len(changed)
 

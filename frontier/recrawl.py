@@ -45,7 +45,7 @@ from django.utils import timezone
 
 from crawlerweb.bulksql import in_chunks
 
-from . import changerate, idle, planning
+from . import changerate, idle, instate, planning
 from .models import RecrawlPlan, Url, UrlState
 from .normalize import InvalidUrl, normalize
 from .vocabulary import Observation
@@ -435,9 +435,10 @@ def release_due(now: datetime | None = None, limit: int | None = None) -> int:
         credit = min(cap, plan.credit + budget * max(0.0, elapsed))
         wanted = min(limit, int(credit))
         ids = _most_overdue(now, wanted) if wanted > 0 else []
-        released = Url.objects.filter(id__in=ids, state__in=RELEASED_STATES).update(state=UrlState.QUEUED, attempts=0)
-        if released:
-            idle.wake(url_ids=ids)
+        queued = instate.update_in_state(RELEASED_STATES, dict(state=UrlState.QUEUED, attempts=0), ids=ids)
+        released = len(queued)
+        if queued:
+            idle.wake(url_ids=queued)
         RecrawlPlan.objects.filter(pk=1).update(credit=credit - released, released_at=now,
                                                 released_total=plan.released_total + released)
     return released
@@ -477,9 +478,9 @@ def sitemap_changes(changes: list[tuple[str, float]], base: str | None = None, n
     soonest = timedelta(seconds=settings.CRAWLER_RECRAWL_MIN_INTERVAL)
     moves = []
     for chunk in in_chunks(sorted(keys)):
-        for url_id, key, fetched_at, due_at in Url.objects.filter(url_key__in=chunk, state=UrlState.FETCHED).values_list(
-                "id", "url_key", "last_fetched_at", "next_fetch_at"):
-            if fetched_at is None or keys[key] <= fetched_at.timestamp():
+        for url_id, key, fetched_at, due_at, state in Url.objects.filter(url_key__in=chunk).values_list(
+                "id", "url_key", "last_fetched_at", "next_fetch_at", "state"):  # by key; the state tested here
+            if state != UrlState.FETCHED or fetched_at is None or keys[key] <= fetched_at.timestamp():
                 continue
             when = max(now, fetched_at + soonest)
             if when < due_at:

@@ -49,7 +49,7 @@ from django.utils import timezone
 
 from crawlerweb.bulksql import arrays
 
-from . import idle
+from . import idle, instate
 from .models import Host, Url, UrlPattern, UrlState
 from .normalize import NormalUrl, origin_of
 
@@ -284,8 +284,7 @@ def stop(pattern: str) -> int:
         UrlPattern.objects.filter(key=pattern_key(pattern), stopped_at__isnull=True).update(stopped_at=timezone.now())
         ids = _queued_ids(pattern, UrlState.QUEUED)
         if ids:
-            Url.objects.filter(id__in=ids, state=UrlState.QUEUED).update(state=UrlState.EXCLUDED,
-                                                                         outcome=_outcome(pattern))
+            instate.update_in_state(UrlState.QUEUED, dict(state=UrlState.EXCLUDED, outcome=_outcome(pattern)), ids=ids)
     _note(pattern, True)
     return len(ids)
 
@@ -296,12 +295,13 @@ def resume(pattern: str) -> int:
     with transaction.atomic():
         UrlPattern.objects.filter(key=pattern_key(pattern)).update(stopped_at=None, allowed=True)
         ids = _queued_ids(pattern, UrlState.EXCLUDED)
-        queued = Url.objects.filter(id__in=ids, state=UrlState.EXCLUDED, outcome=_outcome(pattern)).update(
-            state=UrlState.QUEUED, outcome="", next_fetch_at=timezone.now()) if ids else 0
+        queued = instate.update_in_state(UrlState.EXCLUDED, dict(state=UrlState.QUEUED, outcome="",
+                                                                 next_fetch_at=timezone.now()),
+                                         ids=ids, where={"outcome": _outcome(pattern)}) if ids else []
         if queued:
-            idle.wake(url_ids=ids)
+            idle.wake(url_ids=queued)
     _note(pattern, False)
-    return queued
+    return len(queued)
 
 
 def _outcome(pattern: str) -> str:

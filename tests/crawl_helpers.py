@@ -217,3 +217,17 @@ def wait_until(check, timeout: float = 15.0, what: str = "the condition"):
             return found
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
+
+
+def until_a_backend_waits_for_a_lock(seconds: float = 10.0) -> None:
+    """Until another backend of this database waits on a lock (PostgreSQL's own view of its
+    sessions, read afresh each look: within a transaction it is a snapshot), at most
+    `seconds`."""
+    def waiting() -> bool:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_stat_clear_snapshot()")
+            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                           "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'")
+            return cursor.fetchone()[0] > 0
+
+    wait_until(waiting, seconds, "another backend to wait for a row lock")

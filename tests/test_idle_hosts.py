@@ -16,6 +16,8 @@ from frontier.models import DeadLetter, Host, Url, UrlState
 from frontier.outcomes import FetchReport
 from frontier.service import Candidate
 
+from .crawl_helpers import until_a_backend_waits_for_a_lock
+
 ORIGIN = "http://a.test"
 
 
@@ -122,22 +124,6 @@ def test_the_sweep_wakes_what_a_writer_missed_and_sets_aside_what_is_finished():
     assert idle.sweep() == (0, 0)  # nothing left to do
 
 
-def _until_a_backend_waits_for_a_lock(seconds: float = 10.0) -> None:
-    """Until another backend of this database waits on a lock (PostgreSQL's own view of its
-    sessions, read afresh each time: within a transaction it is a snapshot), at most
-    `seconds`."""
-    deadline = time.monotonic() + seconds
-    with connection.cursor() as cursor:
-        while time.monotonic() < deadline:
-            cursor.execute("SELECT pg_stat_clear_snapshot()")
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'")
-            if cursor.fetchone()[0]:
-                return
-            time.sleep(0.01)
-    raise AssertionError("no backend came to wait for the host's row lock")
-
-
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_url_queued_while_its_host_is_being_set_aside_wakes_it():
@@ -162,7 +148,7 @@ def test_a_url_queued_while_its_host_is_being_set_aside_wakes_it():
             with transaction.atomic():
                 Host.objects.filter(id=host_id).update(lease_owner="")  # the release's row lock
                 thread.start()
-                _until_a_backend_waits_for_a_lock()  # admission has inserted its URL and waits for this row
+                until_a_backend_waits_for_a_lock()  # admission has inserted its URL and waits for this row
                 assert not inserted.is_set()
                 assert idle.set_aside([host_id], locked=True) == 1  # its URL not committed: set aside
                 release_looked.set()
