@@ -9,8 +9,10 @@ writer gives back a group's ended sessions), so every round
 does the full work of choosing hosts and their best URLs. Also measured: link admission
 (frontier.service.add_urls: normalize, seen test against the big table, insert).
 
-Figures per size: wall ms per dispatched URL, dispatcher CPU ms per URL, PostgreSQL CPU
-ms per URL, and admission ms per URL; then the 1M/10k ratio of each.
+Figures per size: the idle sweep (the first, which sets aside every finished host, and
+one with nothing to do: wall and PostgreSQL CPU seconds), then wall ms per dispatched URL,
+dispatcher CPU ms per URL, PostgreSQL CPU ms per URL, and admission ms per URL; then the
+1M/10k ratio of each.
 
 Recrawl planning (--plan-sizes, default 1M; 10M takes a few minutes to load and ~4 GB):
 the table filled with FETCHED pages carrying change statistics (rates spread over 16
@@ -116,6 +118,28 @@ def measure_dispatch(rounds: int, hosts_per_round: int = 64) -> dict:
     }
 
 
+def measure_sweeps() -> dict:
+    """The idle sweep apart from the rounds (frontier/idle.py): the first, which sets aside
+    every finished host (what an upgraded dispatcher does once), then one with nothing to do
+    (what every dispatching process does each CRAWLER_IDLE_SWEEP_SECONDS), the host table
+    vacuumed between as autovacuum would. The rounds after it do not sweep."""
+    from frontier import idle
+
+    figures = {}
+    for name in ("first_sweep", "idle_sweep"):
+        postgres = ServiceMeter("postgres")
+        postgres.begin()
+        wall = time.monotonic()
+        woken, set_aside = idle.sweep()
+        figures[f"{name}_wall_s"] = round(time.monotonic() - wall, 3)
+        figures[f"{name}_postgresql_cpu_s"] = round(postgres.elapsed_cpu(), 3)
+        figures[f"{name}_set_aside"] = set_aside
+        with connection.cursor() as cur:
+            cur.execute("VACUUM ANALYZE frontier_host")
+    idle._last_sweep["at"] = time.monotonic()
+    return figures
+
+
 def measure_admission(batches: int, per_batch: int = 250) -> dict:
     started = time.monotonic()
     total = 0
@@ -211,6 +235,7 @@ def main(argv=None) -> int:
         started = time.monotonic()
         preload(size, done_hosts=args.done_hosts)
         figures = {"preload_seconds": round(time.monotonic() - started, 1), "done_hosts": args.done_hosts}
+        figures |= measure_sweeps()
         figures |= measure_dispatch(args.rounds)
         figures |= measure_admission(20)
         results[str(size)] = figures

@@ -116,17 +116,20 @@ def sweep() -> tuple[int, int]:
         sleeping = [row[0] for row in cursor.fetchall()]
     with transaction.atomic():
         wake(sleeping)
-    set_aside_total = 0
+    # The hosts in id order, from where the last batch ended (keyset): a walk that started
+    # from the first host each time re-read every host before the batch (n² / batch rows at
+    # a million hosts), and one that stopped at a batch others held left the rest awake.
+    set_aside_total, after = 0, 0
     while True:
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT h.id FROM {_HOSTS} h WHERE h.band < %s AND NOT {waiting_url_sql('h.id')} "
-                           "ORDER BY h.id LIMIT %s",
-                           [IDLE_BAND, UrlState.QUEUED.value, SWEEP_BATCH])
+            cursor.execute(f"SELECT h.id FROM {_HOSTS} h WHERE h.id > %s AND h.band < %s "
+                           f"AND NOT {waiting_url_sql('h.id')} ORDER BY h.id LIMIT %s",
+                           [after, IDLE_BAND, UrlState.QUEUED.value, SWEEP_BATCH])
             found = [row[0] for row in cursor.fetchall()]
-        done = set_aside(found)
-        set_aside_total += done
-        if len(found) < SWEEP_BATCH or not done:
+        set_aside_total += set_aside(found)
+        if len(found) < SWEEP_BATCH:
             return len(sleeping), set_aside_total
+        after = found[-1]
 
 
 _last_sweep = {"at": None}

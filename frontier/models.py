@@ -78,6 +78,9 @@ class Host(models.Model):
             models.Index(fields=["next_fetch_at"], name="host_next_fetch"),
             models.Index(fields=["address"], name="host_address"),
             models.Index(fields=["paused_at"], name="host_paused", condition=models.Q(paused_at__isnull=False)),
+            # The hosts leased now (a release clears leased_until), counted each dispatch
+            # round (leases.leases_held) without reading every host a crawl has known.
+            models.Index(fields=["leased_until"], name="host_leased", condition=models.Q(leased_until__isnull=False)),
         ]
 
     def __str__(self):

@@ -7,6 +7,7 @@ from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from .admission import scope_summary
+from .leases import leased_at, leases_held
 from .models import DeadLetter, Host, Url, UrlState
 
 
@@ -15,7 +16,7 @@ def has_pending_work() -> bool:
     now = timezone.now()
     return (
         Url.objects.filter(state=UrlState.QUEUED).exists()
-        or Host.objects.filter(leased_until__gt=now).exists()
+        or Host.objects.filter(leased_at(now)).exists()
     )
 
 
@@ -25,7 +26,7 @@ def has_work_due_within(seconds: float) -> bool:
     later is deferred (deferred_work) and a later crawl picks it up."""
     now = timezone.now()
     soon = now + timedelta(seconds=seconds)
-    return (Host.objects.filter(leased_until__gt=now).exists()
+    return (Host.objects.filter(leased_at(now)).exists()
             or Url.objects.filter(state=UrlState.QUEUED, next_fetch_at__lte=soon, host__next_fetch_at__lte=soon).exists())
 
 
@@ -78,7 +79,7 @@ def crawl_summary() -> dict:
         "by_outcome": dict(sorted(by_outcome.items())),
         "fetched": Url.objects.exclude(last_fetched_at=None).count(),
         "hosts": Host.objects.count(),
-        "hosts_leased": Host.objects.filter(leased_until__gt=now).count(),
+        "hosts_leased": leases_held(now),
         "dead_letters": DeadLetter.objects.count(),
         "recrawl": recrawl_summary(),
         "scope": scope_summary(),

@@ -124,6 +124,48 @@ def test_the_sweep_wakes_what_a_writer_missed_and_sets_aside_what_is_finished():
     assert idle.sweep() == (0, 0)  # nothing left to do
 
 
+def _finished_hosts(n: int) -> list[int]:
+    """n hosts, each with one URL fetched, not set aside (as a crawl begun before this release left them)."""
+    service.add_urls([Candidate(f"http://h{i}.test/") for i in range(n)])
+    hosts = list(Host.objects.order_by("id").values_list("id", flat=True))
+    Url.objects.update(state=UrlState.FETCHED)
+    Host.objects.update(band=LOWEST_BAND)
+    return hosts
+
+
+@pytest.mark.django_db
+def test_the_sweep_walks_every_host_in_batches(monkeypatch):
+    monkeypatch.setattr(idle, "SWEEP_BATCH", 3)
+    hosts = _finished_hosts(10)
+    service.add_urls([Candidate("http://h4.test/more")])  # one host keeps a URL waiting
+    assert idle.sweep() == (0, 9)
+    assert [_band(h) == IDLE_BAND for h in hosts] == [True] * 4 + [False] + [True] * 5
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_sweep_goes_past_a_batch_another_writer_holds(monkeypatch):
+    """Set-aside skips rows another transaction holds (they are seen next sweep); the walk
+    goes on to the next batch instead of stopping at one where it could do nothing."""
+    monkeypatch.setattr(idle, "SWEEP_BATCH", 3)
+    hosts = _finished_hosts(7)
+    swept = []
+    with transaction.atomic():
+        Host.objects.filter(id__in=hosts[:3]).update(lease_holder="busy")  # holds the first batch
+
+        def sweep():
+            try:
+                swept.append(idle.sweep())
+            finally:
+                connection.close()
+
+        thread = threading.Thread(target=sweep)
+        thread.start()
+        thread.join(20)
+    assert swept == [(0, 4)]
+    assert [_band(h) for h in hosts] == [LOWEST_BAND] * 3 + [IDLE_BAND] * 4
+
+
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 def test_a_url_queued_while_its_host_is_being_set_aside_wakes_it():
