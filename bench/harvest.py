@@ -172,11 +172,13 @@ def main(argv=None) -> int:
     parser.add_argument("--hosts", type=int, default=HarvestConfig.hosts)
     parser.add_argument("--pages", type=int, default=HarvestConfig.pages)
     parser.add_argument("--seed", type=int, default=HarvestConfig.seed)
+    parser.add_argument("--sitemap-lists", choices=("best", "all"), default=HarvestConfig.sitemap_lists,
+                        help="a host's sitemap lists its ten best pages with <priority> (best), or every page without")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per crawl at most")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each mode (the harvest: mean, min, max)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
-    config = HarvestConfig(hosts=args.hosts, pages=args.pages, seed=args.seed)
+    config = HarvestConfig(hosts=args.hosts, pages=args.pages, seed=args.seed, sitemap_lists=args.sitemap_lists)
     results = run(config, [m for m in args.modes.split(",") if m], args.timeout, max(1, args.repeat))
     print(json.dumps(results, indent=1) if args.json else report(results))
     return 0

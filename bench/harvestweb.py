@@ -9,8 +9,9 @@ What it has, and why:
   web's votes), and a few hub pages link out to many hosts. Importance is the PageRank of
   that link graph (damping 0.85).
 - Only `seeds` hosts are seeds; the others are found through links, as on the real web.
-- Per host, a sitemap (named in robots.txt) lists its important pages with <priority> and
-  `sitemap_only` pages no page links to.
+- Per host, a sitemap (named in robots.txt) lists its important pages with <priority> (or,
+  with `sitemap_lists="all"`, every page without one) and `sitemap_only` pages no page
+  links to.
 - A mirror host serving the same texts as host 0 under its own name, linked from a few pages.
 - A trap host: a calendar whose every day links the next ones, and relative links that
   nest paths deeper and deeper, every page the same template; its real pages are its home
@@ -56,6 +57,10 @@ class HarvestConfig:
     external_share: float = 0.3  # of a page's links, to other hosts
     hubs: int = 2  # pages per host that link out to many hosts
     sitemap_only: int = 3  # pages per host listed only in its sitemap
+    # What a host's sitemap lists besides its sitemap-only pages: "best", its ten best pages
+    # with <priority> by rank; "all", every page and no <priority> (what most sites' generated
+    # sitemaps are: the search engines ignore <priority>).
+    sitemap_lists: str = "best"
     trap_real: int = 5  # calendar days that are real pages
     seed: int = 1
     port: int = 0
@@ -64,6 +69,8 @@ class HarvestConfig:
     def __post_init__(self):
         if self.hosts < self.seeds or self.pages < self.sections + 2 or self.hosts > 1000:
             raise ValueError("need hosts >= seeds, pages >= sections + 2, hosts <= 1000")
+        if self.sitemap_lists not in ("best", "all"):
+            raise ValueError("sitemap_lists is 'best' or 'all'")
 
 
 class HarvestWeb:
@@ -140,10 +147,13 @@ class HarvestWeb:
         ranked = sorted(self.pagerank, key=self.pagerank.get, reverse=True)
         return set(ranked[:max(1, len(ranked) // 100)])
 
-    def sitemap_pages(self, h: int) -> list[tuple[str, float]]:
-        """(URL, priority) a host's sitemap lists: its ten best pages by PageRank (priority
-        by rank), and its sitemap-only pages."""
+    def sitemap_pages(self, h: int) -> list[tuple[str, float | None]]:
+        """(URL, priority or None) a host's sitemap lists: its ten best pages by PageRank
+        (priority by rank), or every page with no priority (`sitemap_lists`), and its
+        sitemap-only pages."""
         c = self.config
+        if c.sitemap_lists == "all":
+            return [(self.url(h, n), None) for n in range(c.pages + c.sitemap_only)]
         own = sorted(range(c.pages), key=lambda n: self.pagerank[self.url(h, n)], reverse=True)[:10]
         listed = [(self.url(h, n), round(1.0 - i * 0.05, 2)) for i, n in enumerate(own)]
         return listed + [(self.url(h, n), 0.3) for n in range(c.pages, c.pages + c.sitemap_only)]
@@ -185,7 +195,8 @@ class HarvestWeb:
             return self._trap(path)
         content_host = 0 if h == self.mirror else h
         if path == "/sitemap.xml" and h < c.hosts:
-            entries = "".join(f"<url><loc>{url}</loc><priority>{p}</priority></url>" for url, p in self.sitemap_pages(h))
+            entries = "".join(f"<url><loc>{url}</loc>" + ("" if p is None else f"<priority>{p}</priority>") + "</url>"
+                              for url, p in self.sitemap_pages(h))
             return 200, "application/xml", (f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}'
                                             "</urlset>").encode()
         n = self._page_of(path)

@@ -275,7 +275,8 @@ def store(results: Results) -> dict[int, int]:
             links += [frontier.Candidate(link, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes,
                                          kind=kind, via=via) for link in page.links]
         else:  # a sitemap of pages: its listing (and each <priority>) is a hint, not a vote
-            links += [frontier.Candidate(link, queued.depth + 1, 0, page.url_id, base=page.base, scopes=queued.scopes,
+            depth = queued.depth + settings.CRAWLER_SITEMAP_ENTRY_DEPTH
+            links += [frontier.Candidate(link, depth, 0, page.url_id, base=page.base, scopes=queued.scopes,
                                          hint=frontier.sitemap_hint(priority)) for link, priority in zip(page.links, hints)]
             lastmods.append((page.base, [(link, lastmod) for link, lastmod in zip(page.links, page.sitemap_lastmods)
                                          if lastmod]))

@@ -300,3 +300,49 @@ def test_a_session_swaps_in_its_hosts_better_urls_when_its_process_stores_one(se
     assert [queued.id for queued in session.urls] == [5, 2, 9, 3, 4]  # the worst (id 6, -20) let go
     assert session.taken == {1, 2, 3, 4, 5, 9} and not session.refreshing
     session.connection.close()
+
+
+@pytest.mark.django_db(transaction=True)  # the crawl's threads read what the test wrote
+def test_a_url_a_sitemap_lists_counts_as_two_links_below_it_until_a_link_finds_it_shallower(settings, tmp_path):
+    """Most sitemaps list every page of a site without <priority>, mostly articles two links
+    below the home. At one link below the sitemap (the depth of the page whose host's
+    robots.txt named it) a big site's articles outranked its own listing pages, which the
+    home reaches in two links (bench.harvest --sitemap-lists all; docs/benchmarks.md)."""
+    from fetch import archive
+    from fetch.runners import run_embedded
+
+    from .loopback import QuietHandler, serving
+
+    settings.CRAWLER_WARC_DIR = str(tmp_path / "warc")
+    settings.CRAWLER_DEFAULT_DELAY = 0
+    links = {"/": ["/news/"], "/news/": ["/news/latest.html"], "/news/latest.html": ["/news/1.html"]}
+    listed = ["/", "/news/", "/news/latest.html", "/news/1.html", "/news/2.html"]  # 2: the sitemap's only
+
+    class Site(QuietHandler):
+        def do_GET(self):
+            origin = f"http://{self.headers['Host']}"
+            if self.path == "/robots.txt":
+                return self.send(200, f"User-agent: *\nAllow: /\nSitemap: {origin}/sitemap.xml\n".encode(),
+                                 [("Content-Type", "text/plain")])
+            if self.path == "/sitemap.xml":
+                entries = "".join(f"<url><loc>{origin}{path}</loc></url>" for path in listed)
+                body = f'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{entries}</urlset>'
+                return self.send(200, body.encode(), [("Content-Type", "application/xml")])
+            anchors = "".join(f'<a href="{link}">more</a>' for link in links.get(self.path, ()))
+            self.send(200, f"<html><body><p>page {self.path}</p>{anchors}</body></html>".encode(),
+                      [("Content-Type", "text/html")])
+
+    with serving(Site) as origin:
+        service.add_seeds([origin + "/"])
+        run_embedded(threads=1, max_seconds=30)
+        archive.close()
+    rows = {row.url[len(origin):]: row for row in Url.objects.all()}
+    assert {path: rows[path].state for path in listed} == dict.fromkeys(listed, "fetched")
+    hint = importance.sitemap_hint(None)
+    assert rows["/sitemap.xml"].depth == 0  # named by the robots.txt of the seed's host
+    assert {path: (rows[path].depth, rows[path].priority) for path in listed[1:]} == {
+        "/news/": (1, -10 + 10 + hint),  # a link from the home: shallower than the listing
+        "/news/latest.html": (2, -20 + hint),  # two links down either way
+        "/news/1.html": (2, -20 + hint),  # linked three links down, listed two
+        "/news/2.html": (2, -20 + hint),  # the sitemap's only (at one link below: -10 + hint, above latest.html)
+    }
