@@ -1,8 +1,8 @@
 """Which pages first, measured (issue 29): `python -m bench.harvest` (`make bench-harvest`).
 
 The harvest web (bench/harvestweb.py) knows each page's importance (PageRank of its link
-graph). Each crawler crawls it from the same seeds with no default delay, and the server's
-own request log says what it fetched in which order:
+graph). Each crawler crawls it from the same seeds with no default delay (`--default-delay`
+sets ours), and the server's own request log says what it fetched in which order:
 
 - harvest: of the top 1 % pages by PageRank, the share fetched within the first 10 % of
   the crawler's requests (robots.txt excluded; sitemaps count: they cost a request);
@@ -80,12 +80,12 @@ def figures(web: HarvestWeb, requested: list[str], budget_share: float = 0.1) ->
     }
 
 
-def crawl_ours(web: HarvestWeb, workdir: Path, extra_env: dict, timeout: float) -> dict:
+def crawl_ours(web: HarvestWeb, workdir: Path, extra_env: dict, timeout: float, delay: float = 0.0) -> dict:
     db = workdir / "harvest.sqlite3"
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
     env = dict(os.environ, DATABASE_URL=f"sqlite:///{db}", CRAWLER_ALLOWED_NETWORKS="127.0.0.0/8",
-               CRAWLER_DEFAULT_DELAY="0", CRAWLER_WARC_DIR=str(workdir / "warc"),
+               CRAWLER_DEFAULT_DELAY=str(delay), CRAWLER_WARC_DIR=str(workdir / "warc"),
                CRAWLER_CRAWL_LOG_FILE=str(workdir / "crawl.jsonl"), **extra_env)
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     started = time.monotonic()
@@ -114,12 +114,12 @@ def crawl_scrapy(web: HarvestWeb, workdir: Path, timeout: float) -> dict:
     return {"seconds": round(time.monotonic() - started, 1), "mirror_texts_indexed_twice": None}
 
 
-def run(config: HarvestConfig, modes: list[str], timeout: float, repeat: int = 1) -> dict:
+def run(config: HarvestConfig, modes: list[str], timeout: float, repeat: int = 1, delay: float = 0.0) -> dict:
     """Each mode `repeat` times (a crawl's order varies from run to run: threads, the band
     draw); the figures of every run, and the harvest's mean, min and max."""
     runs = {mode: [] for mode in modes}
     for _ in range(repeat):
-        for mode, figures_ in _run_once(config, modes, timeout).items():
+        for mode, figures_ in _run_once(config, modes, timeout, delay).items():
             runs[mode].append(figures_)
     results = {}
     for mode, rows in runs.items():
@@ -132,7 +132,7 @@ def run(config: HarvestConfig, modes: list[str], timeout: float, repeat: int = 1
     return results
 
 
-def _run_once(config: HarvestConfig, modes: list[str], timeout: float) -> dict:
+def _run_once(config: HarvestConfig, modes: list[str], timeout: float, delay: float = 0.0) -> dict:
     results = {}
     with tempfile.TemporaryDirectory(prefix="harvest-") as tmp:
         for mode in modes:
@@ -145,7 +145,8 @@ def _run_once(config: HarvestConfig, modes: list[str], timeout: float) -> dict:
                 if mode == "scrapy":
                     extra = crawl_scrapy(served, workdir, timeout)
                 else:
-                    extra = crawl_ours(served, workdir, BREADTH_FIRST if mode == "breadth-first" else {}, timeout)
+                    extra = crawl_ours(served, workdir, BREADTH_FIRST if mode == "breadth-first" else {}, timeout,
+                                       delay)
             # Leaving `serving` stopped the server, which flushes its log before it exits.
             results[mode] = figures(served, read_requests(log)) | extra
     return results
@@ -175,11 +176,15 @@ def main(argv=None) -> int:
     parser.add_argument("--sitemap-lists", choices=("best", "all"), default=HarvestConfig.sitemap_lists,
                         help="a host's sitemap lists its ten best pages with <priority> (best), or every page without")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per crawl at most")
+    parser.add_argument("--default-delay", type=float, default=0.0,
+                        help="CRAWLER_DEFAULT_DELAY of our crawls (0: the crawling process, not politeness, "
+                             "limits the order; 1 is the crawler's default)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each mode (the harvest: mean, min, max)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args(argv)
     config = HarvestConfig(hosts=args.hosts, pages=args.pages, seed=args.seed, sitemap_lists=args.sitemap_lists)
-    results = run(config, [m for m in args.modes.split(",") if m], args.timeout, max(1, args.repeat))
+    results = run(config, [m for m in args.modes.split(",") if m], args.timeout, max(1, args.repeat),
+                  args.default_delay)
     print(json.dumps(results, indent=1) if args.json else report(results))
     return 0
 

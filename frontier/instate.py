@@ -25,7 +25,7 @@ from crawlerweb.bulksql import in_chunks
 from .models import Url
 
 _URLS = Url._meta.db_table
-CHUNK = 5_000  # keys a statement: the release's batch, a sitemap's page of listings
+CHUNK = 5_000  # ids an UPDATE names (and keys a SQLite statement): the release's batch
 
 
 def update_in_state(states, values: dict, *, ids=None, keys=None, where: dict | None = None) -> list[int]:
@@ -35,52 +35,44 @@ def update_in_state(states, values: dict, *, ids=None, keys=None, where: dict | 
     states = _states(states)
     where = where or {}
     columns = tuple(_columns(where))
+    if not _named(ids, keys)[1]:
+        return []
     with transaction.atomic():
-        if connection.vendor != "postgresql":
-            matching = Url.objects.filter(**_named(ids, keys), state__in=states, **where)
-            updated = sorted(matching.values_list("id", flat=True))
-        else:
+        if connection.vendor == "postgresql":
             updated = [row["id"] for row in _locked(ids, keys, columns) if _matches(row, states, where)]
+        else:
+            updated = []
+            for column, chunk in _chunks(ids, keys):
+                updated += Url.objects.filter(**{f"{column}__in": chunk}, state__in=states, **where).values_list(
+                    "id", flat=True)
+            updated.sort()
         for chunk in in_chunks(updated, CHUNK):
             Url.objects.filter(id__in=chunk).update(**values)
     return updated
 
 
-def ids_in_state(states, *, ids=None, keys=None) -> list[int]:
-    """The ids of the rows named by `ids` or `keys` that are in one of `states`, read by key
-    (no lock), in id order."""
-    states = _states(states)
-    found = []
-    for column, chunk in _chunks(ids, keys):
-        found += [url_id for url_id, state in Url.objects.filter(**{f"{column}__in": chunk})
-                  .values_list("id", "state") if state in states]
-    return sorted(found)
-
-
 def _locked(ids, keys, columns: tuple[str, ...]) -> list[dict]:
+    """The named rows, locked in id order in one statement (chunks named by key would lock
+    in key order from one chunk to the next)."""
     names = ("id", "state", *[c for c in columns if c not in ("id", "state")])
     selected = ", ".join(_db_column(name) for name in names)
-    rows = []
+    column, values = _named(ids, keys)
     with connection.cursor() as cursor:
-        for column, chunk in _chunks(ids, keys):
-            cursor.execute(f"SELECT {selected} FROM {_URLS} WHERE {column} = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
-                           [chunk])
-            rows += [dict(zip(names, row)) for row in cursor.fetchall()]
-    return rows
+        cursor.execute(f"SELECT {selected} FROM {_URLS} WHERE {column} = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
+                       [sorted(set(values))])
+        return [dict(zip(names, row)) for row in cursor.fetchall()]
+
+
+def _named(ids, keys) -> tuple[str, list]:
+    if (ids is None) == (keys is None):
+        raise ValueError("name the rows by ids or by keys")
+    return ("id", list(ids)) if ids is not None else ("url_key", list(keys))
 
 
 def _chunks(ids, keys):
-    if (ids is None) == (keys is None):
-        raise ValueError("name the rows by ids or by keys")
-    column = "id" if ids is not None else "url_key"
-    for chunk in in_chunks(sorted(set(ids if ids is not None else keys)), CHUNK):
+    column, values = _named(ids, keys)
+    for chunk in in_chunks(sorted(set(values)), CHUNK):
         yield column, chunk
-
-
-def _named(ids, keys) -> dict:
-    if (ids is None) == (keys is None):
-        raise ValueError("name the rows by ids or by keys")
-    return {"id__in": list(ids)} if ids is not None else {"url_key__in": list(keys)}
 
 
 def _states(states) -> frozenset[str]:
