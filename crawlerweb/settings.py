@@ -538,8 +538,8 @@ CRAWLER_SITEMAP_MAX_URLS = envint("CRAWLER_SITEMAP_MAX_URLS", 50_000, minimum=1)
 # Links below its sitemap a URL the sitemap lists counts as (its depth, for the score and the
 # depth limit, until a link finds it shallower). Most sitemaps list every page of a site
 # without <priority>, most of them articles two links below the home (home, section, page);
-# at one link a big site's articles outranked its own sections (docs/benchmarks.md, "Which
-# pages first: a web like the real one").
+# at one link a big site's articles outranked its own listing pages (docs/benchmarks.md,
+# "What any order could reach, and sitemaps that list every page").
 CRAWLER_SITEMAP_ENTRY_DEPTH = envint("CRAWLER_SITEMAP_ENTRY_DEPTH", 2, minimum=1, maximum=20)
 CRAWLER_SITEMAP_MAX_BYTES = envint("CRAWLER_SITEMAP_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
 # --- Prometheus: the crawling processes' counters (console/instruments.py, README

@@ -251,8 +251,11 @@ def plan_interval(before: Before, rate: float, observations: int, changed: bool,
                else min(max(changerate.uniform_interval(max(plan.pages, 1), _budget()), low), high))
     if policy == "uniform":
         return uniform
-    if policy == "adaptive":  # Nutch starts every page at its default interval: here, uniform's
-        return changerate.adaptive_interval(before.recrawl_interval or uniform, changed,
+    if policy == "adaptive":  # Nutch starts every page at its default interval: here, uniform's,
+        # and before the first plan with pages (no uniform interval yet) the exploring one: no
+        # plan reschedules adaptive's visits, so a page started at the longest interval stayed there
+        start = min(max(settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL, low), high) if plan.provisional else uniform
+        return changerate.adaptive_interval(before.recrawl_interval or start, changed,
                                             min_interval=low, max_interval=high)
     explore = exploring(observations)
     if policy == "oracle":

@@ -355,6 +355,27 @@ def test_pages_fetched_before_the_first_plan_with_pages_are_not_all_due_within_t
     assert Url.objects.get().next_fetch_at < now + timedelta(days=1)  # brought sooner by the plan
 
 
+def test_adaptive_starts_the_pages_fetched_before_the_first_plan_at_the_exploring_interval(settings):
+    """No plan reschedules adaptive's visits (each page's interval is its own), so a page it
+    started at the longest interval while the plan had no pages was not visited again for
+    that long: bench.freshness's adaptive run fetched its 448 pages once in 60 simulated
+    days. It starts them at the exploring interval instead, then at uniform's once a plan
+    has pages."""
+    settings.CRAWLER_RECRAWL_POLICY = "adaptive"
+    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 1000.0
+    assert recrawl.plan_recrawl().pages == 0
+    now = timezone.now()
+    first = _before(now, observed_at=None, observations=0, change_stats="", recrawl_interval=None)
+    grown = 1.4 * settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL  # unchanged: Nutch's +40 %
+    assert recrawl.after_visit(first, "first", "", now)["recrawl_interval"] == pytest.approx(grown)
+    frontier.add_urls([frontier.Candidate(f"http://x.example/{n}") for n in range(100)])
+    Url.objects.update(state="fetched", observed_at=now, observations=1)
+    assert recrawl.plan_recrawl(now=now).pages == 100
+    low, high = settings.CRAWLER_RECRAWL_MIN_INTERVAL, settings.CRAWLER_RECRAWL_MAX_INTERVAL
+    uniform = min(max(100 / (1000.0 / 86400), low), high)  # 100 pages at 1,000 visits a day: 8,640 s
+    assert recrawl.after_visit(first, "first", "", now)["recrawl_interval"] == pytest.approx(min(1.4 * uniform, high))
+
+
 def test_a_late_revisit_schedules_the_next_from_when_it_was_due(site, settings):
     settings.CRAWLER_RECRAWL_POLICY = "uniform"  # every interval CRAWLER_RECRAWL_MIN_INTERVAL here
     settings.CRAWLER_RECRAWL_MIN_INTERVAL = 3600.0
