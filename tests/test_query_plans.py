@@ -55,7 +55,8 @@ def _statistics(known: bool) -> None:
         cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'frontier_url'::regclass")
 
 
-def _plan_of_last_statement(call) -> tuple:
+def _statements_of(call) -> tuple:
+    """What `call` returns, and the (sql, params) of every statement it ran."""
     statements = []
 
     def capture(execute, sql, params, many, context):
@@ -63,7 +64,11 @@ def _plan_of_last_statement(call) -> tuple:
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(capture):
-        result = call()
+        return call(), statements
+
+
+def _plan_of_last_statement(call) -> tuple:
+    result, statements = _statements_of(call)
     sql, params = statements[-1]
     with connection.cursor() as cursor:
         cursor.execute("EXPLAIN " + sql, params)
@@ -100,14 +105,7 @@ def test_recording_fetched_urls_locks_them_by_id(urls, statistics):
 
 def _plans_of(call, table: str = "frontier_url") -> tuple:
     """What `call` returns, and the plan of each statement it ran that names `table`."""
-    statements = []
-
-    def capture(execute, sql, params, many, context):
-        statements.append((sql, params))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(capture):
-        result = call()
+    result, statements = _statements_of(call)
     plans = []
     with connection.cursor() as cursor:
         for sql, params in statements:
@@ -217,14 +215,7 @@ def test_the_ready_hosts_query_probes_each_host_instead_of_reading_the_queue(hos
     from frontier.leases import lease_ready_hosts
 
     _statistics(statistics)
-    statements = []
-
-    def capture(execute, sql, params, many, context):
-        statements.append((sql, params))
-        return execute(sql, params, many, context)
-
-    with connection.execute_wrapper(capture):
-        leases = lease_ready_hosts("plan-test", 8)
+    leases, statements = _statements_of(lambda: lease_ready_hosts("plan-test", 8))
     waiting = {host.id for i, host in enumerate(hosts_half_exhausted) if i % 2 == 0}
     assert len(leases) == 8 and {lease.host_id for lease in leases} <= waiting
     assert all(len(lease.url_ids) > 0 for lease in leases)
