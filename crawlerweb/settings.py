@@ -535,13 +535,13 @@ CRAWLER_SITEMAPS = envbool("CRAWLER_SITEMAPS", True)
 # When robots.txt names no sitemap, try /sitemap.xml (one request per host; a 404 is final).
 CRAWLER_SITEMAP_GUESS = envbool("CRAWLER_SITEMAP_GUESS", True)
 CRAWLER_SITEMAP_MAX_URLS = envint("CRAWLER_SITEMAP_MAX_URLS", 50_000, minimum=1)
+CRAWLER_SITEMAP_MAX_BYTES = envint("CRAWLER_SITEMAP_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
 # Links below its sitemap a URL the sitemap lists counts as (its depth, for the score and the
 # depth limit, until a link finds it shallower). Most sitemaps list every page of a site
 # without <priority>, most of them articles two links below the home (home, section, page);
 # at one link a big site's articles outranked its own listing pages (docs/benchmarks.md,
 # "What any order could reach, and sitemaps that list every page").
 CRAWLER_SITEMAP_ENTRY_DEPTH = envint("CRAWLER_SITEMAP_ENTRY_DEPTH", 2, minimum=1, maximum=20)
-CRAWLER_SITEMAP_MAX_BYTES = envint("CRAWLER_SITEMAP_MAX_BYTES", 50 * 1024 * 1024, minimum=1024)
 # --- Prometheus: the crawling processes' counters (console/instruments.py, README
 # "Prometheus and Grafana"); the frontier's figures are the web's GET /metrics.
 # Port of this machine's metrics exporter, served by the Celery worker's main process,

@@ -35,14 +35,15 @@ def update_in_state(states, values: dict, *, ids=None, keys=None, where: dict | 
     states = _states(states)
     where = where or {}
     columns = tuple(_columns(where))
-    if not _named(ids, keys)[1]:
+    column, named = _named(ids, keys)
+    if not named:
         return []
     with transaction.atomic():
         if connection.vendor == "postgresql":
-            updated = [row["id"] for row in _locked(ids, keys, columns) if _matches(row, states, where)]
+            updated = [row["id"] for row in _locked(column, named, columns) if _matches(row, states, where)]
         else:
             updated = []
-            for column, chunk in _chunks(ids, keys):
+            for chunk in in_chunks(named, CHUNK):
                 updated += Url.objects.filter(**{f"{column}__in": chunk}, state__in=states, **where).values_list(
                     "id", flat=True)
             updated.sort()
@@ -51,28 +52,22 @@ def update_in_state(states, values: dict, *, ids=None, keys=None, where: dict | 
     return updated
 
 
-def _locked(ids, keys, columns: tuple[str, ...]) -> list[dict]:
+def _locked(column: str, named: list, columns: tuple[str, ...]) -> list[dict]:
     """The named rows, locked in id order in one statement (chunks named by key would lock
     in key order from one chunk to the next)."""
     names = ("id", "state", *[c for c in columns if c not in ("id", "state")])
     selected = ", ".join(_db_column(name) for name in names)
-    column, values = _named(ids, keys)
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {selected} FROM {_URLS} WHERE {column} = ANY(%s) ORDER BY id FOR NO KEY UPDATE",
-                       [sorted(set(values))])
+                       [named])
         return [dict(zip(names, row)) for row in cursor.fetchall()]
 
 
 def _named(ids, keys) -> tuple[str, list]:
+    """The column the rows are named by and its distinct values, sorted."""
     if (ids is None) == (keys is None):
         raise ValueError("name the rows by ids or by keys")
-    return ("id", list(ids)) if ids is not None else ("url_key", list(keys))
-
-
-def _chunks(ids, keys):
-    column, values = _named(ids, keys)
-    for chunk in in_chunks(sorted(set(values)), CHUNK):
-        yield column, chunk
+    return ("id", sorted(set(ids))) if ids is not None else ("url_key", sorted(set(keys)))
 
 
 def _states(states) -> frozenset[str]:

@@ -47,12 +47,12 @@ def urls(tables_of_its_own):
     return host
 
 
-def _statistics(known: bool) -> None:
+def _statistics(known: bool, table: str = "frontier_url") -> None:
     with connection.cursor() as cursor:
         if known:
-            cursor.execute("ANALYZE frontier_url")
+            cursor.execute(f"ANALYZE {table}")
             return
-        cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'frontier_url'::regclass")
+        cursor.execute(f"DELETE FROM pg_statistic WHERE starelid = '{table}'::regclass")
 
 
 def _statements_of(call) -> tuple:
@@ -247,11 +247,7 @@ def test_the_leases_held_are_counted_from_the_leased_hosts_only(tables_of_its_ow
                                    leased_until=now + timedelta(seconds=60) if n % 1_000 == 0 else None)
                               for n in range(20_000)], batch_size=5_000)
     Host.objects.filter(origin="http://h1.test").update(leased_until=now - timedelta(seconds=1))  # expired
-    with connection.cursor() as cursor:
-        if statistics:
-            cursor.execute("ANALYZE frontier_host")
-        else:
-            cursor.execute("DELETE FROM pg_statistic WHERE starelid = 'frontier_host'::regclass")
+    _statistics(statistics, table="frontier_host")
     held, plans = _plans_of(lambda: leases.leases_held(now), table="frontier_host")
     assert held == 20
     assert len(plans) == 1 and "host_leased" in plans[0] and "Seq Scan" not in plans[0], plans

@@ -34,7 +34,7 @@ the literature, each varied one at a time in the table:
 - sitemaps: none, a host's ten best pages with <priority> (as the harvest web's), or every
   page without <priority> (the common real form).
 
-What it showed (docs/benchmarks.md, "Which pages first: what any order could reach"):
+What it showed (docs/benchmarks.md, "What any order could reach, and sitemaps that list every page"):
 breadth-first already fetches 70-99 % of the top pages at this budget on every such web,
 so the most any order can gain over it is 1 / breadth-first's harvest, 1.05-1.45x with
 templates and 1.6-1.9x without; not even the omniscient order reaches 2x on average.

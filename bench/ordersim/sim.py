@@ -17,7 +17,7 @@ Orders:
   opic       most cash first (Abiteboul, Preda & Cobena 2003; Baeza-Yates et al. 2005);
   omniscient the true PageRank of the discovered URLs, best first (knows the answer, but
              can fetch only what it has discovered);
-  ideal      (ideal_harvest) shortest paths from the seeds to the important pages, the
+  ideal      (ideal()) shortest paths from the seeds to the important pages, the
              cheapest first: a feasible order that knows everything.
 
 Options: concurrency C (each round fetches up to C URLs of distinct hosts; the links of a
