@@ -110,10 +110,7 @@ def set_aside(host_ids, locked: bool = False) -> int:
 def sweep() -> tuple[int, int]:
     """Wake idle hosts with URLs waiting, and set aside hosts with none: (woken, set
     aside). Each a set-based pass over the hosts (and their URLs' index)."""
-    with connection.cursor() as cursor:
-        cursor.execute(f"SELECT h.id FROM {_HOSTS} h WHERE h.band = %s AND {waiting_url_sql('h.id')}",
-                       [IDLE_BAND, UrlState.QUEUED.value])
-        sleeping = [row[0] for row in cursor.fetchall()]
+    sleeping = _asleep_with_urls_waiting()
     with transaction.atomic():
         wake(sleeping)
     # The hosts in id order, from where the last batch ended (keyset): a walk that started
@@ -130,6 +127,35 @@ def sweep() -> tuple[int, int]:
         if len(found) < SWEEP_BATCH:
             return len(sleeping), set_aside_total
         after = found[-1]
+
+
+def _asleep_with_urls_waiting() -> list[int]:
+    """Hosts set aside that have a URL waiting (a writer missed them).
+
+    On PostgreSQL from the waiting URLs' side: the distinct hosts of url_host_queue (the
+    queued URLs' index, host first), one descent each (a skip scan: PostgreSQL has none of
+    its own), then each host's row by its key (a subquery, not a join: a planner that
+    takes the hosts for few hashes all of them). A probe per idle host read every host a long
+    crawl has finished, on every sweep of every dispatcher (0.55 s at a million finished
+    hosts, bench.frontier_scale --done-hosts); this reads only the hosts with work. The
+    state is written into the statement: a partial index serves a parameter only in a
+    custom plan. SQLite (an embedded crawl's few hosts) probes per idle host."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            queued = f"'{UrlState.QUEUED.value}'"  # a constant of ours, not input
+            cursor.execute(f"""
+                WITH RECURSIVE waiting(host_id) AS (
+                    (SELECT host_id FROM {_URLS} WHERE state = {queued} ORDER BY host_id LIMIT 1)
+                    UNION ALL
+                    SELECT (SELECT u.host_id FROM {_URLS} u WHERE u.state = {queued} AND u.host_id > w.host_id
+                            ORDER BY u.host_id LIMIT 1)
+                    FROM waiting w WHERE w.host_id IS NOT NULL)
+                SELECT host_id FROM waiting
+                WHERE (SELECT h.band FROM {_HOSTS} h WHERE h.id = waiting.host_id) = %s""", [IDLE_BAND])
+        else:
+            cursor.execute(f"SELECT h.id FROM {_HOSTS} h WHERE h.band = %s AND {waiting_url_sql('h.id')}",
+                           [IDLE_BAND, UrlState.QUEUED.value])
+        return [row[0] for row in cursor.fetchall()]
 
 
 _last_sweep = {"at": None}

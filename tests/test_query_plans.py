@@ -251,3 +251,28 @@ def test_the_leases_held_are_counted_from_the_leased_hosts_only(tables_of_its_ow
     held, plans = _plans_of(lambda: leases.leases_held(now), table="frontier_host")
     assert held == 20
     assert len(plans) == 1 and "host_leased" in plans[0] and "Seq Scan" not in plans[0], plans
+
+
+@pytest.mark.parametrize("statistics", [False, True], ids=["no statistics", "analyzed"])
+def test_the_sweep_finds_hosts_set_aside_with_work_from_the_waiting_urls(tables_of_its_own, statistics):
+    """Every sweep of every dispatcher: a probe per host set aside read every host a long
+    crawl has finished (0.55 s at a million). The hosts come from the waiting URLs' index,
+    one descent per host with work, whatever the planner knows."""
+    from frontier import idle
+
+    hosts = Host.objects.bulk_create([Host(origin=f"http://h{n}.test", band=importance.IDLE_BAND if n % 10 else 0)
+                                      for n in range(5_000)], batch_size=5_000)
+    missed = [host.id for host in hosts[1:200:40]]  # set aside, and a URL queued behind the rule's back
+    awake = [host.id for host in hosts[0:200:50]]  # waiting in the scan, as they should
+    Url.objects.bulk_create([Url(url=f"{host.origin}/{n}", url_key=i * 4 + n + 1, host=host, depth=1,
+                                 state="queued" if host.id in missed + awake and n == 0 else "fetched")
+                             for i, host in enumerate(hosts) for n in range(4)], batch_size=5_000)
+    _statistics(statistics)
+    _statistics(statistics, table="frontier_host")
+    found, plans = _plans_of(idle._asleep_with_urls_waiting)
+    assert sorted(found) == sorted(missed)
+    (plan,) = plans
+    assert "Seq Scan" not in plan, plan
+    url_scans = [line for line in plan.splitlines() if "on frontier_url" in line]
+    assert url_scans and all("url_host_queue" in line for line in url_scans), plan
+    assert re.search(r"Index Scan using frontier_host_pkey on frontier_host", plan), plan
