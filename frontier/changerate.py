@@ -30,7 +30,13 @@ seconds, rates (λ) and visit frequencies (f) per second, budgets in fetches per
    The state is bounded (it lives on the URL row, no history): counters, sums, and the changed
    intervals as a histogram of half-octave buckets of their length, each bucket keeping (count,
    sum of seconds); (*) uses the bucket mean for each of its intervals, exact when they are equal
-   (regular revisits), and a close approximation otherwise (lengths within a factor √2).
+   (regular revisits), and a close approximation otherwise (lengths within a factor √2). The
+   buckets reach down to 1/32 s: the freshness benchmark runs a day in seconds, and a change
+   dated within the date's own second is recorded as one within under a second
+   (recrawl._record). Summaries written before that (no "v") had no bucket under a second;
+   they are read into the new buckets by their means (only the index moved). A worker of the
+   release before reads the new indices' means right and files a new interval by its own
+   index: during an upgrade, one bucket may hold lengths of two ranges for a while.
    Older evidence fades (faded(): every count and sum times 2^(-1/h) before each new
    observation, h visits a half-life), so that a page that changes its habits is judged by
    its recent visits; the counts are then fractions, and (*) holds for them unchanged.
@@ -64,9 +70,11 @@ from dataclasses import dataclass, replace
 
 # ---------------------------------------------------------------- 1. change-rate estimation
 
-# Bucket b holds changed intervals of [2^(b/2), 2^((b+1)/2)) seconds; bucket 0 also holds
-# anything shorter, the last (from about 24 years) anything longer.
+# Bucket b holds changed intervals of [2^((b - 10)/2), 2^((b - 9)/2)) seconds; bucket 0 also
+# holds anything shorter (under 1/32 s), the last (from about 270 days) anything longer.
 BUCKETS = 60
+BUCKET_OFFSET = 10
+FORMAT = 2  # the "v" of to_text; 1 (absent): buckets from 1 s, index = 2·log2(seconds)
 # An interval longer than this (about 35,000 years) says nothing more and is counted as this:
 # it keeps every sum finite.
 LONGEST_INTERVAL = 2.0 ** 40
@@ -90,9 +98,9 @@ class ChangeStats:
 
 
 def _bucket(seconds: float) -> int:
-    if seconds < 1.0:
+    if seconds <= 0.0:
         return 0
-    return min(BUCKETS - 1, int(2.0 * math.log2(seconds)))
+    return max(0, min(BUCKETS - 1, math.floor(2.0 * math.log2(seconds)) + BUCKET_OFFSET))
 
 
 def observe(stats: ChangeStats, interval_seconds: float, changed: bool,
@@ -196,7 +204,16 @@ def to_text(stats: ChangeStats) -> str:
         return ""
     fields = ",".join(f'"{key}":{_number(getattr(stats, name))}' for key, name, _ in _FIELDS)
     buckets = ",".join(f"[{bucket},{_number(count)},{_number(seconds)}]" for bucket, count, seconds in stats.changed)
-    return f'{{{fields},"a":{_number(stats.watched_seconds)},"h":[{buckets}]}}'
+    return f'{{"v":{FORMAT},{fields},"a":{_number(stats.watched_seconds)},"h":[{buckets}]}}'
+
+
+def _merged(buckets) -> list[tuple[int, float, float]]:
+    """Buckets with one index summed into one."""
+    merged: dict[int, tuple[float, float]] = {}
+    for bucket, count, seconds in buckets:
+        old_count, old_seconds = merged.get(bucket, (0, 0.0))
+        merged[bucket] = (old_count + count, old_seconds + seconds)
+    return [(bucket, count, seconds) for bucket, (count, seconds) in merged.items()]
 
 
 def _no_constant(name: str):
@@ -227,7 +244,6 @@ def from_text(text: str) -> ChangeStats:
         buckets = []
         for bucket, count, seconds in document["h"]:
             buckets.append((_checked(bucket, int), _checked(count, "count"), _checked(seconds, float)))
-        buckets.sort()
         changes = sum(count for _, count, _ in buckets) + values["lm_changes"]
         slack = 1e-6 * max(1.0, changes)  # faded counts are stored to 8 significant digits
         if (any(bucket >= BUCKETS or count <= 0 for bucket, count, _ in buckets)
@@ -235,6 +251,13 @@ def from_text(text: str) -> ChangeStats:
                 or abs(values["changes"] - changes) > slack
                 or values["visits"] < values["changes"] - slack):
             raise ValueError("inconsistent")
+        version = document.get("v", 1)
+        if version == 1 and not isinstance(version, bool):  # buckets from 1 s: today's index, by their means
+            buckets = _merged((min(BUCKETS - 1, bucket + BUCKET_OFFSET), count, seconds)
+                              for bucket, count, seconds in buckets)
+        elif version != FORMAT or isinstance(version, bool):
+            raise ValueError("unknown format")
+        buckets.sort()
         # "a" came later: a summary without it has been watched for what it observed.
         watched = _checked(document.get("a", values["observed_seconds"]), float)
         return ChangeStats(changed=tuple(buckets), watched_seconds=max(watched, values["observed_seconds"]), **values)

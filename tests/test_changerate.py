@@ -6,6 +6,7 @@ import random
 
 import pytest
 
+from frontier import changerate
 from frontier.changerate import (
     BUCKETS,
     ChangeStats,
@@ -262,8 +263,24 @@ def test_malformed_text_is_empty_stats(text):
 
 
 def test_valid_text_is_read():
-    stats = from_text('{"n":3,"x":2,"u":86400,"k":1,"s":60,"t":259200,"h":[[32,1,86400]]}')
-    assert stats == ChangeStats(3, 2, 86400.0, ((32, 1, 86400.0),), 1, 60.0, 259200.0, 259200.0)
+    stats = from_text('{"v":2,"n":3,"x":2,"u":86400,"k":1,"s":60,"t":259200,"h":[[42,1,86400]]}')
+    assert stats == ChangeStats(3, 2, 86400.0, ((42, 1, 86400.0),), 1, 60.0, 259200.0, 259200.0)
+
+
+def test_a_summary_written_before_the_sub_second_buckets_is_read_into_them_by_its_means():
+    # format 1 (no "v"): bucket b held [2^(b/2), 2^((b+1)/2)) s, everything under a second in 0
+    old = from_text('{"n":4,"x":3,"u":86400,"k":0,"s":0,"t":259200,"h":[[0,1,0.5],[32,1,86400],[59,1,9e9]]}')
+    assert old.changed == ((10, 1, 0.5), (42, 1, 86400.0), (59, 1, 9e9))  # today's index of the same lengths
+    assert old.changed[1][0] == changerate._bucket(86400.0)
+    assert estimate(old) == pytest.approx(estimate(ChangeStats(4, 3, 86400.0, ((0, 1, 0.5), (32, 1, 86400.0),
+                                                                               (59, 1, 9e9)), 0, 0.0, 259200.0)))
+    # buckets that land on one index (the longest) are summed
+    assert from_text('{"n":2,"x":2,"u":0,"k":0,"s":0,"t":2e10,"h":[[50,1,1e10],[59,1,1e10]]}').changed == \
+        ((59, 2, 2e10),)
+    assert from_text(to_text(old)) == old  # written as format 2, read back as it is
+    assert from_text('{"v":3,"n":0,"x":0,"u":0,"k":0,"s":0,"t":0,"h":[]}') == ChangeStats()  # a later format
+    # under a second, the buckets go on by half octaves down to 1/32 s
+    assert [changerate._bucket(s) for s in (0.01, 1 / 32, 0.5, 0.99, 1.0, 86400.0)] == [0, 0, 8, 9, 10, 42]
 
 
 def test_faded_stats_survive_their_text():
