@@ -1,0 +1,228 @@
+"""What the crawler believes about how often a page changes, and how often it visits it
+(the optimal recrawl policy, frontier/recrawl.py). Plain Python (stdlib only, no Django, no
+database); units as in changerate.py: seconds, and rates and frequencies per second.
+
+Why a belief and not an estimate. A page seen three times says little about its rate, and a
+point estimate hides how little: planned by it, a page that changed at each of two visits
+looks like one changing every few hours and is dropped as hopeless, and a page seen
+unchanged twice looks like one that never changes. What a crawl of many pages does know is
+how rates spread over its pages; each page's visits then narrow that spread down.
+
+1. The grid: rates on half-octave steps from a hundredth of a change per longest revisit
+   interval to four per shortest, and 0 (never changes): about 40 values.
+2. The likelihood of a page's visits (changerate.ChangeStats) at every grid rate λ:
+     unchanged for U seconds in all                 -λU
+     changed within an interval t (undated)         log(1 - e^(-λt))   (the histogram's means)
+     changed τ before the visit (Last-Modified)     log λ - λτ
+   A change dated within the date's own second of the visit is recorded as unchanged for
+   the part of the interval before that second and changed within the rest
+   (recrawl._record), its exact likelihood.
+3. The prior: the share of the crawl's pages at each rate, fitted by EM to a sample of the
+   pages' likelihoods (the nonparametric maximum-likelihood mixing distribution, Kiefer &
+   Wolfowitz 1956, with a little smoothing): empirical Bayes. A page's posterior is the prior
+   times its likelihood. Measured (bench.recrawlsim, docs/benchmarks.md): without the fitted
+   prior (a flat one) the policy loses a fifth of its gain over uniform.
+4. How often: Cho & Garcia-Molina's optimum maximises Σ w·F(λ, f) under the budget, F the
+   time-averaged freshness (changerate.freshness). Under a posterior the expected freshness
+   E[F(λ, f)] is concave in f as each F is, and its marginal value is E[w·φ(λ/f)/λ]
+   (φ(x) = 1 - (1 + x)e^(-x), changerate._gain): a page is visited at the frequency where that
+   equals the budget's price μ, within the bounds. Planning by the posterior mean instead
+   (certainty equivalence) loses a third of the gain: a mixture of "hopeless" and "worth
+   chasing" has a mean that is neither.
+5. The price: the μ at which the pages' frequencies spend the budget, solved on a sample of
+   pages and scaled to the crawl (at 2,000 pages the spend is known to about 2 %, which the
+   release's token bucket absorbs). Each page's marginal value is tabulated at TABLE
+   frequencies between the bounds; a visit's frequency is read from the same table, so the
+   plan and the visits agree.
+"""
+
+import json
+import math
+
+from .changerate import ChangeStats, _gain
+
+# Frequencies at which a page's marginal value is tabulated (log-spaced between the bounds);
+# between two of them the frequency is interpolated on log scales.
+TABLE = 48
+# EM: pseudo-pages spread evenly over the grid (keeps a rate no sampled page shows possible).
+SMOOTHING = 1.0
+# Posterior masses below this are left out of the marginal value (they change nothing).
+_NEGLIGIBLE = 1e-9
+
+
+def grid(min_interval: float, max_interval: float) -> tuple[float, ...]:
+    """0 and rates on half-octave steps from 0.01 / max_interval to 4 / min_interval."""
+    low = 0.01 / max_interval
+    steps = int(math.ceil(2.0 * math.log2(4.0 / min_interval / low))) + 1
+    return (0.0,) + tuple(low * 2.0 ** (k / 2.0) for k in range(steps))
+
+
+def frequencies(min_interval: float, max_interval: float) -> tuple[float, ...]:
+    """The TABLE frequencies, from 1 / max_interval to 1 / min_interval."""
+    low, high = 1.0 / max_interval, 1.0 / min_interval
+    return tuple(low * (high / low) ** (j / (TABLE - 1)) for j in range(TABLE))
+
+
+def log_likelihood(stats: ChangeStats, rates: tuple[float, ...]) -> list[float]:
+    """log P(the page's visits | λ) for every grid rate (-inf where impossible: a page seen
+    changing does not have rate 0). Faded counts weigh as they are."""
+    means = [(count, seconds / count) for _, count, seconds in stats.changed if count > 0]
+    unchanged = stats.unchanged_seconds + stats.lm_seconds
+    changed = stats.changes > 1e-9
+    out = []
+    for rate in rates:
+        if rate == 0.0:
+            out.append(-math.inf if changed else 0.0)
+            continue
+        value = -rate * unchanged
+        for count, mean in means:
+            value += count * math.log(-math.expm1(-rate * mean))
+        if stats.lm_changes:
+            value += stats.lm_changes * math.log(rate)
+        out.append(value)
+    return out
+
+
+def posterior(loglik: list[float], prior: list[float]) -> list[float]:
+    """prior × likelihood, normalised. A likelihood the prior gives no room for (every
+    possible rate at prior 0) falls back to the likelihood alone."""
+    weighted = [(math.log(p) + ll) if p > 0.0 and ll > -math.inf else -math.inf for p, ll in zip(prior, loglik)]
+    top = max(weighted)
+    if top == -math.inf:
+        weighted = list(loglik)
+        top = max(weighted)
+    masses = [math.exp(w - top) if w > -math.inf else 0.0 for w in weighted]
+    total = sum(masses)
+    return [m / total for m in masses]
+
+
+def flat(rates: tuple[float, ...]) -> list[float]:
+    return [1.0 / len(rates)] * len(rates)
+
+
+def fit_prior(logliks: list[list[float]], start: list[float], iterations: int = 20,
+              smoothing: float = SMOOTHING) -> list[float]:
+    """EM for the mixing distribution over the grid, from `start` (the last plan's prior:
+    a few iterations a plan keep it current)."""
+    if not logliks:
+        return list(start)
+    n = len(start)
+    rows = []
+    for loglik in logliks:
+        top = max(loglik)
+        if top > -math.inf:
+            rows.append([math.exp(ll - top) if ll > -math.inf else 0.0 for ll in loglik])
+    prior = list(start)
+    for _ in range(iterations):
+        shares = [smoothing / n] * n
+        for row in rows:
+            total = sum(p * l for p, l in zip(prior, row))
+            if total > 0.0:
+                for k in range(n):
+                    if row[k]:
+                        shares[k] += prior[k] * row[k] / total
+        whole = sum(shares)
+        prior = [s / whole for s in shares]
+    return prior
+
+
+_tables: dict = {}
+
+
+def _marginal_table(rates: tuple[float, ...], freqs: tuple[float, ...]) -> list[list[float]]:
+    """φ(λ/f)/λ for every grid rate (rows) and table frequency (columns); 0 for λ = 0."""
+    key = (rates, freqs)
+    table = _tables.get(key)
+    if table is None:
+        table = [[_gain(rate / f) / rate if rate > 0.0 else 0.0 for f in freqs] for rate in rates]
+        if len(_tables) > 8:
+            _tables.clear()
+        _tables[key] = table
+    return table
+
+
+def value_curve(post: list[float], rates: tuple[float, ...], freqs: tuple[float, ...]) -> list[float]:
+    """The expected marginal value E[φ(λ/f)/λ] at each table frequency (weight 1):
+    decreasing in f."""
+    table = _marginal_table(rates, freqs)
+    curve = [0.0] * len(freqs)
+    for mass, row in zip(post, table):
+        if mass > _NEGLIGIBLE:
+            for j, v in enumerate(row):
+                curve[j] += mass * v
+    return curve
+
+
+def frequency(curve: list[float], freqs: tuple[float, ...], weight: float, price: float) -> float:
+    """The frequency at which weight × curve equals the price, within the table's bounds."""
+    if weight <= 0.0 or curve[0] <= 0.0:
+        return freqs[0]  # worthless, or always fresh: the least visits
+    target = price / weight
+    if curve[-1] >= target:
+        return freqs[-1]
+    if curve[0] <= target:
+        return freqs[0]
+    low, high = 0, len(freqs) - 1  # curve[low] > target >= curve[high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if curve[middle] > target:
+            low = middle
+        else:
+            high = middle
+    a, b = curve[low], curve[high]
+    share = (math.log(a) - math.log(target)) / (math.log(a) - math.log(b)) if b > 0.0 else 0.0
+    return freqs[low] * (freqs[high] / freqs[low]) ** min(1.0, max(0.0, share))
+
+
+def mean_rate(post: list[float], rates: tuple[float, ...]) -> float:
+    return sum(p * r for p, r in zip(post, rates))
+
+
+def solve_price(curves: list[tuple[list[float], float]], freqs: tuple[float, ...], budget: float,
+                scale: float = 1.0) -> float:
+    """The price at which `scale` × Σ frequency(curve, weight) over (curve, weight) pairs
+    spends `budget`; 0 when even every page at the most frequent visits fits in it, and the
+    largest marginal value there is when not even the least frequent ones do (then every
+    page gets the least)."""
+    if not curves:
+        return 0.0
+
+    def spend(price: float) -> float:
+        return scale * sum(frequency(curve, freqs, weight, price) for curve, weight in curves)
+
+    values = [weight * v for curve, weight in curves for v in (curve[0], curve[-1]) if weight * v > 0.0]
+    if not values or spend(0.0) <= budget:
+        return 0.0
+    low, high = math.log(min(values)) - 1.0, math.log(max(values)) + 1.0
+    if spend(math.exp(high)) > budget:
+        return math.exp(high)
+    for _ in range(60):  # bisection on log price: spend falls as the price rises
+        middle = (low + high) / 2.0
+        if spend(math.exp(middle)) > budget:
+            low = middle
+        else:
+            high = middle
+    return math.exp(high)
+
+
+# The prior as stored on the plan row: the grid it is for, and the shares.
+
+def prior_to_text(rates: tuple[float, ...], prior: list[float]) -> str:
+    return json.dumps({"low": rates[1], "n": len(rates), "p": [float(format(p, ".6g")) for p in prior]},
+                      separators=(",", ":"))
+
+
+def prior_from_text(text: str, rates: tuple[float, ...]) -> list[float]:
+    """The stored prior if it is for this grid (the interval bounds did not change), else a
+    flat one. Never raises: a prior is only a starting point."""
+    try:
+        document = json.loads(text)
+        shares = [float(p) for p in document["p"]]
+        if (document["n"] != len(rates) or len(shares) != len(rates)
+                or not math.isclose(document["low"], rates[1], rel_tol=1e-6)
+                or any(not 0.0 <= p < math.inf for p in shares) or sum(shares) <= 0.0):
+            raise ValueError("another grid")
+        total = sum(shares)
+        return [p / total for p in shares]
+    except Exception:  # anything wrong with it: start from nothing known
+        return flat(rates)
