@@ -23,8 +23,8 @@ which must be 0.
 Why the settings are scaled.  The web runs in accelerated time: a simulated day lasts
 `--day-seconds` real seconds.  Every interval of the crawler that is about how pages change
 is a setting in real seconds, so each is given its usual value in simulated time multiplied
-by day_seconds / 86400: the revisit bounds (1 hour, 60 days), the exploration interval
-(1 day), the age of a first Last-Modified that spares a page its exploring (30 days), the
+by day_seconds / 86400: the revisit bounds (1 hour, 60 days), the interval of a revisit
+before the first plan (1 day), the most a first Last-Modified counts as unchanged (30 days), the
 recheck of gone pages (30 days) and the failure back-off ladder (1-8 weeks).  `--history-days`
 starts the crawl that many simulated days into the web's life, so that, as on a real web, the
 first Last-Modified dates reach back before the crawl (by default the web starts with it).
@@ -57,7 +57,7 @@ answered 304.  noise changed: noise-only pages the crawler counted as changed.  
 freshness above uniform's, and the share of the oracle's gain over uniform the policy gets
 ((F - F_uniform) / (F_oracle - F_uniform)).  A second table splits visits and freshness by
 true change rate (per simulated day), with the median of the crawler's own estimates at the
-end.  Then the later half of the window alone: by then every page has been explored, so it
+end.  Then the later half of the window alone: by then every page has been looked at often, so it
 shows how close the plan comes to the oracle once the rates are learnt (the whole window also
 counts what learning them costs, a third of the window or more at a small budget).  Last,
 the theory: Cho & Garcia-Molina's freshness for uniform and for the optimum with the true
@@ -102,7 +102,7 @@ POLICIES = ("optimal", "uniform", "adaptive", "oracle")
 POLITE_DELAY = 0.02          # Crawl-delay and CRAWLER_DEFAULT_DELAY, real seconds
 SAMPLE_SECONDS = 0.5         # at most; a quarter of a simulated day on faster webs
 WARMUP_SHARE = 0.1           # of the simulated time, left out of the averages
-EXPLORE_VISITS = 3           # CRAWLER_RECRAWL_EXPLORE_VISITS, set explicitly for the diagnostics
+EARLY_REVISITS = 3           # a page's first revisits, counted apart (early_revisit_share): learning its rate
 READY_TIMEOUT = 30.0         # seconds to wait for the server, and for the crawler's first request
 STOP_TIMEOUT = 30.0          # seconds a stopped process may take to exit
 # Fetches a real second the budget may ask for by default: a longer simulated day beyond it.
@@ -138,13 +138,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help="a crawler setting for every policy (repeatable): to measure one part of the "
                              "policy alone, e.g. --set CRAWLER_RECRAWL_ON_SCHEDULE=false")
     args = parser.parse_args(argv)
-    extra = {}
-    for item in args.set:
-        name, sep, value = item.partition("=")
-        if not sep or not name.startswith("CRAWLER_"):
-            parser.error(f"--set {item!r}: give CRAWLER_NAME=VALUE")
-        extra[name] = value
-    args.set = extra
+    args.set = crawler_settings(parser, args.set)
     args.policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     unknown = set(args.policies) - set(POLICIES)
     if unknown or not args.policies:
@@ -156,6 +150,17 @@ def parse_args(argv=None) -> argparse.Namespace:
     if args.day_seconds is None:
         args.day_seconds = max(2.0, budget_per_sim_day(args) / MAX_FETCH_RATE)
     return args
+
+
+def crawler_settings(parser: argparse.ArgumentParser, items: list[str]) -> dict[str, str]:
+    """--set's CRAWLER_NAME=VALUE items as a dict (parser.error on anything else)."""
+    extra = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.startswith("CRAWLER_"):
+            parser.error(f"--set {item!r}: give CRAWLER_NAME=VALUE")
+        extra[name] = value
+    return extra
 
 
 # ------------------------------------------------------------------ setup
@@ -185,7 +190,6 @@ def crawl_settings(args, policy: str, directory: Path, oracle_file: Path) -> dic
         "CRAWLER_RECRAWL_MIN_INTERVAL": 3600 * scale,
         "CRAWLER_RECRAWL_MAX_INTERVAL": 60 * DAY * scale,
         "CRAWLER_RECRAWL_EXPLORE_INTERVAL": DAY * scale,
-        "CRAWLER_RECRAWL_EXPLORE_VISITS": EXPLORE_VISITS,
         "CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE": 30 * DAY * scale,
         "CRAWLER_GONE_RECHECK_SECONDS": 30 * DAY * scale,
         "CRAWLER_FAILURE_BACKOFF": ",".join(repr(n * week) for n in (1, 2, 4, 8)),
@@ -345,7 +349,7 @@ def traffic(requests: list[Request], truth: Truth, window: tuple[float, float]) 
             by_page[where].append(r)
     unchanged = unchanged_304 = early = 0
     for (host, page), visits in by_page.items():
-        early += sum(1 for r in visits[1:EXPLORE_VISITS + 1] if window[0] <= r.start <= window[1])
+        early += sum(1 for r in visits[1:EARLY_REVISITS + 1] if window[0] <= r.start <= window[1])
         if not web.has_validators(host):
             continue
         for before, after in zip(visits, visits[1:]):
@@ -359,7 +363,7 @@ def traffic(requests: list[Request], truth: Truth, window: tuple[float, float]) 
         "index_fetches": sum(1 for r in fetched if r.path == "/"),
         "fetches_per_day": len(steady) / sim_days,
         "page_fetches_per_day": page_steady / sim_days,
-        # of the steady page fetches, a page's first EXPLORE_VISITS revisits: roughly, exploration
+        # of the steady page fetches, a page's first EARLY_REVISITS revisits: roughly, learning rates
         "early_revisit_share": early / page_steady if page_steady else 0.0,
         "body_bytes": body_bytes(fetched, web),
         "not_modified": sum(1 for r in fetched if r.status == 304),
@@ -528,7 +532,7 @@ def add_gains(results: dict[str, dict]) -> None:
 
 
 def later_half(results: dict[str, dict], args) -> str:
-    """The later half of the window alone: once every page has been explored, how close the
+    """The later half of the window alone: once every page has been looked at often, how close the
     plan comes to the oracle (the whole window also counts what learning the rates costs)."""
     cells = [f"{p} {_fmt(r.get('later_freshness'), '.3f')}"
              + (f" ({_fmt(r['later_share_of_oracle_gain'], '.0%')} of the oracle's gain)"

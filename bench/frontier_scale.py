@@ -15,11 +15,11 @@ dispatcher CPU ms per URL, PostgreSQL CPU ms per URL, and admission ms per URL; 
 1M/10k ratio of each.
 
 Recrawl planning (--plan-sizes, default 1M; 10M takes a few minutes to load and ~4 GB):
-the table filled with FETCHED pages carrying change statistics (rates spread over 16
-octaves, five scores, pages at every exploring visit, a tenth of them due), then beat's
-two jobs as beat runs them: plan_recrawl (the budget's price from every page, and the
-visits it wants sooner moved) and release_due (five batches of due URLs, one after the
-other: the median). Rows are written as this release writes them (url_key, no url_hash: the
+the table filled with FETCHED pages carrying change summaries (rates spread over 16
+octaves, one to seven visits a day to a month apart, five scores, a tenth of them due),
+then beat's two jobs as beat runs them: plan_recrawl (the count of the observed pages, the
+crawl's prior and the budget's price from a sample of them, frontier/planning.py) and
+release_due (five batches of due URLs, one after the other: the median). Rows are written as this release writes them (url_key, no url_hash: the
 previous release's key would fill a second unique index that new rows leave empty). Figures: wall
 seconds, PostgreSQL CPU seconds, and this process's peak RSS (the beat worker's work).
 
@@ -156,7 +156,9 @@ def measure_admission(batches: int, per_batch: int = 250) -> dict:
 
 
 def preload_fetched(urls: int, hosts: int = 10_000) -> None:
-    """`urls` fetched pages with change statistics, as months of recrawling leave them."""
+    """`urls` fetched pages with change summaries, as months of recrawling leave them: page
+    i was visited n = 1 + i % 7 times, every 1 + i % 30 days, and changes 2^(±8) times a day;
+    its summary (frontier/changerate.py, format 2) has the changes such a page shows."""
     with connection.cursor() as cur:
         _empty_with_hosts(cur, hosts, "plan.test")
         cur.execute(
@@ -166,10 +168,17 @@ def preload_fetched(urls: int, hosts: int = 10_000) -> None:
                                          change_rate, observed_at, recrawl_interval)
                SELECT ('x' || substr(md5('u' || i), 1, 16))::bit(64)::bigint, 'http://h' || (i %% %s + 1) || '.plan.test/p/' || i, i %% %s + 1,
                       i %% 5, 0, -10 * (i %% 5), 'fetched', '', 0,
-                      now() + ((i %% 10) - 1) * interval '1 day', '', now(), '', 0, '', '', '', 'unchanged',
-                      i %% 7, '', CASE WHEN i %% 13 = 0 THEN NULL ELSE power(2, random() * 16 - 8) END,
-                      now() - random() * interval '2 days', 86400 * (1 + i %% 30)
-               FROM generate_series(1, %s) AS i""", [hosts, hosts, urls])
+                      now() + ((i %% 10) - 1) * interval '1 day', '', now(), '', 0, s.summary, '', '', 'unchanged',
+                      s.n, '', s.rate, now() - random() * interval '2 days', s.seconds
+               FROM generate_series(1, %s) AS i,
+               LATERAL (SELECT 1 + i %% 7 AS n, 86400.0 * (1 + i %% 30) AS seconds, power(2, random() * 16 - 8) AS rate) v,
+               LATERAL (SELECT round(v.n * (1 - exp(-v.rate * v.seconds / 86400)))::int AS x) c,
+               LATERAL (SELECT v.n, v.seconds, v.rate,
+                        format('{"v":2,"n":%%s,"x":%%s,"u":%%s,"k":0,"s":0,"t":%%s,"a":%%s,"h":[%%s]}',
+                               v.n, c.x, (v.n - c.x) * v.seconds, v.n * v.seconds, v.n * v.seconds,
+                               CASE WHEN c.x > 0 THEN format('[%%s,%%s,%%s]', floor(2 * log(2, v.seconds))::int + 10,
+                                                              c.x, c.x * v.seconds) ELSE '' END) AS summary) s""",
+            [hosts, hosts, urls])
     with connection.cursor() as cur:
         cur.execute("VACUUM ANALYZE frontier_url")
 
@@ -182,22 +191,15 @@ def _measured(postgres: ServiceMeter, call):
     return result, time.monotonic() - wall, postgres.elapsed_cpu()
 
 
-def measure_planning(row_by_row: bool = False) -> dict:
-    """beat's plan and one release. `row_by_row`: the plan as it was before
-    frontier/planning.py (every page read into Python), for comparison."""
+def measure_planning() -> dict:
+    """beat's plan and one release."""
     from django.conf import settings
 
     from frontier import planning, recrawl
 
     postgres = ServiceMeter("postgres")
     recrawl.forget_plan()
-    set_based = planning.set_based
-    if row_by_row:
-        planning.set_based = lambda: False
-    try:
-        plan, plan_wall, plan_pg = _measured(postgres, recrawl.plan_recrawl)
-    finally:
-        planning.set_based = set_based
+    plan, plan_wall, plan_pg = _measured(postgres, planning.plan_recrawl)
     # Full release batches (CRAWLER_RECRAWL_RELEASE_BATCH), as beat makes them one after the
     # other: a budget that allows it; the median of RELEASES (the first follows the plan's
     # own writes).
@@ -223,7 +225,6 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="10000,1000000")
     parser.add_argument("--plan-sizes", default="1000000", help="fetched pages for the recrawl plan ('' = skip)")
-    parser.add_argument("--row-by-row", action="store_true", help="plan as before frontier/planning.py (compare)")
     parser.add_argument("--rounds", type=int, default=200)
     parser.add_argument("--done-hosts", type=int, default=0,
                         help="also this many hosts with every URL fetched, ready longest (a long crawl's state)")
@@ -253,9 +254,9 @@ def main(argv=None) -> int:
     for size in [int(s) for s in args.plan_sizes.split(",") if s]:
         started = time.monotonic()
         preload_fetched(size)
-        figures = {"preload_seconds": round(time.monotonic() - started, 1)} | measure_planning(args.row_by_row)
+        figures = {"preload_seconds": round(time.monotonic() - started, 1)} | measure_planning()
         results[f"plan_{size}"] = figures
-        print(json.dumps({"fetched_urls": size, "row_by_row": args.row_by_row, **figures}), flush=True)
+        print(json.dumps({"fetched_urls": size, **figures}), flush=True)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as handle:
         json.dump(results, handle, indent=2)

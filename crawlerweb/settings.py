@@ -657,32 +657,26 @@ CRAWLER_RECRAWL_BUDGET_PER_DAY = envfloat("CRAWLER_RECRAWL_BUDGET_PER_DAY", 10_0
 # Bounds of every revisit interval, seconds (1 hour and 60 days).
 CRAWLER_RECRAWL_MIN_INTERVAL = envfloat("CRAWLER_RECRAWL_MIN_INTERVAL", 3600.0, minimum=0.001)
 CRAWLER_RECRAWL_MAX_INTERVAL = envfloat("CRAWLER_RECRAWL_MAX_INTERVAL", 60 * 86400.0, minimum=0.001)
-# A page with fewer revisits than this has an unreliable rate estimate: it is explored,
-# revisited at least every CRAWLER_RECRAWL_EXPLORE_INTERVAL seconds, with exploration
-# taking at most CRAWLER_RECRAWL_EXPLORE_SHARE of the budget.
-CRAWLER_RECRAWL_EXPLORE_VISITS = envint("CRAWLER_RECRAWL_EXPLORE_VISITS", 3)
+# A page with nothing known of its rate (no revisit yet, no Last-Modified) gets its first
+# look as soon as the budget allows; when many wait for theirs, their looks are spread so that
+# they take at most CRAWLER_RECRAWL_EXPLORE_SHARE of the budget (known pages keep the rest).
+# Before the first plan with pages (a crawl's first minutes) a revisit is planned
+# CRAWLER_RECRAWL_EXPLORE_INTERVAL seconds on (adaptive starts every page there too).
+CRAWLER_RECRAWL_EXPLORE_SHARE = envfloat("CRAWLER_RECRAWL_EXPLORE_SHARE", 0.5, minimum=0.0)
 CRAWLER_RECRAWL_EXPLORE_INTERVAL = envfloat("CRAWLER_RECRAWL_EXPLORE_INTERVAL", 86400.0, minimum=0.001)
-CRAWLER_RECRAWL_EXPLORE_SHARE = envfloat("CRAWLER_RECRAWL_EXPLORE_SHARE", 0.5)
-# A page that changed at every visit so far gets up to this many more exploring visits, each
-# at a quarter of the last interval (down to CRAWLER_RECRAWL_MIN_INTERVAL): "changed every time"
-# only says it changes faster than we looked. Not for changes dated by Last-Modified, nor once
-# the plan would not chase the page at the least rate its visits show. 0: no extra visits.
-CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = envint("CRAWLER_RECRAWL_EXPLORE_FAST_VISITS", 3, minimum=0)
-# A page never seen changing is planned as if it had changed this many times over the time it
-# has been watched (not 0: a few unchanged visits do not show a page never changes). 0.5 is
-# Jeffreys' prior, which knows nothing of the web; much of the web never changes (Fetterly et al.
-# 2003: about two thirds of pages unchanged over 11 weeks), and the posterior under such a web is
-# lower: docs/benchmarks.md.
-CRAWLER_RECRAWL_UNCHANGED_PRIOR = envfloat("CRAWLER_RECRAWL_UNCHANGED_PRIOR", 0.2, minimum=0.0)
-# A page whose first response carries a Last-Modified at least this many seconds old (30 days)
-# is not explored: it counts as explored and as watched unchanged for this long (no longer: a
-# date can lie), and is planned by that. Most of the web changes rarely (Fetterly et al. 2003),
-# and its dates say so before any revisit. 0: every new page is explored.
+# A first response's Last-Modified counts as time the page was seen unchanged, at most this
+# many seconds (30 days; a date can lie). Most of the web changes rarely (Fetterly et al.
+# 2003), and its dates say so before any revisit. 0: first dates count for nothing.
 CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE = envfloat("CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE", 30 * 86400.0,
                                                    minimum=0.0)
-# The change-rate estimate's memory: an observation this many visits old counts half as much
-# as the latest, so a page that changes its habits is judged by its recent ones. 0: never forget.
-CRAWLER_RECRAWL_MEMORY_VISITS = envfloat("CRAWLER_RECRAWL_MEMORY_VISITS", 20.0, minimum=0.0)
+# The plan fits the crawl's prior over change rates and solves the budget's price on a random
+# sample of this many pages (frontier/planning.py): the spend is known to about 2 % at 2,000.
+CRAWLER_RECRAWL_PLAN_SAMPLE = envint("CRAWLER_RECRAWL_PLAN_SAMPLE", 2000, minimum=1)
+# The change-rate belief's memory: an observation this many visits old counts half as much
+# as the latest, so a page that changes its habits is judged by its recent ones; a shorter
+# memory forgets what a page that keeps its habits showed (20 lost a tenth of the freshness
+# bench's gain: docs/benchmarks.md). 0: never forget.
+CRAWLER_RECRAWL_MEMORY_VISITS = envfloat("CRAWLER_RECRAWL_MEMORY_VISITS", 100.0, minimum=0.0)
 # A revisit that came late (release period, queue, session) schedules the next one from when
 # it was due, making up a lag of up to half the interval: lags do not stretch every interval.
 CRAWLER_RECRAWL_ON_SCHEDULE = envbool("CRAWLER_RECRAWL_ON_SCHEDULE", True)

@@ -338,9 +338,9 @@ class UrlAdmin(DerivedDataAdmin, ObjectActionsAdmin):
 
     @admin.display(description="change rate")
     def change_rate_human(self, url):
-        if not url.observations or url.change_rate is None:
+        if not url.change_stats or url.change_rate is None:  # frontier/belief.py: nothing seen yet
             if url.state == UrlState.FETCHED:
-                return "unknown (exploring: too few revisits yet)"
+                return "unknown (nothing seen yet: its first look is due)"
             return "unknown (not fetched yet)" if url.last_fetched_at is None else "unknown"
         return exact(per_day(url.change_rate), url.change_rate)
 

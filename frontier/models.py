@@ -188,7 +188,8 @@ class Url(models.Model):
         "first Last-Modified was old enough to spare them)"))
     change_stats = models.TextField(blank=True, default="", db_default="", help_text="what the change-rate estimator needs "
                                     "(frontier/changerate.py): a bounded summary, not a history")
-    change_rate = models.FloatField(null=True, blank=True, help_text="estimated changes per day")
+    change_rate = models.FloatField(null=True, blank=True, help_text=(
+        "estimated changes per day: the mean of what the crawler believes (frontier/belief.py)"))
     recrawl_interval = models.FloatField(null=True, blank=True, help_text="seconds to the next planned visit")
     backoff_level = models.SmallIntegerField(default=0, db_default=0, help_text="steps taken on the failure back-off ladder")
     # The scopes this URL was found under, "3" or "3,7" ("" = unscoped: the open web).
@@ -367,6 +368,10 @@ class RecrawlPlan(models.Model):
     credit = models.FloatField(default=0.0, help_text="revisits the release task may still send")
     released_at = models.DateTimeField(null=True, blank=True)
     released_total = models.BigIntegerField(default=0)
+    prior = models.TextField(blank=True, default="", db_default="", help_text=(
+        "the crawl's prior over change rates (frontier/belief.py), fitted by the last plan"))
+    first_looks = models.BigIntegerField(default=0, db_default=0, help_text=(
+        "pages the last plan counted with nothing known of their rate yet (waiting for their first look)"))
 
     class Meta:
         verbose_name = "recrawl plan"

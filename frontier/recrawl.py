@@ -1,42 +1,45 @@
-"""Continuous crawling (DESIGN.md section 7): every visit is an observation, each URL's
-observations give its change-rate estimate, a budget of revisits is spent where it buys
-the most freshness, and beat moves due URLs back into the fetch queue.
+"""Continuous crawling (DESIGN.md section 7): every visit is an observation, what the
+crawler believes of each URL's change rate follows from its observations, a budget of
+revisits is spent where it buys the most freshness, and beat moves due URLs back into the
+fetch queue.
 
     a visit is recorded      records.py calls after_visit(): the observation (304, same
-                             text, noise, changed) updates the URL's bounded summary
-                             (changerate.py, older visits fading; on a first visit, a
-                             Last-Modified long past counts as time watched), its rate
-                             is estimated again, and its next visit is planned:
-                             next_fetch_at = the response's time + interval - how late
-                             this visit came (up to half the interval)
-    beat: plan_recrawl       solves the budget's price from every estimate (a few numbers
-                             kept in RecrawlPlan): what one more visit must buy to be worth it
+                             text, noise, changed) goes into the URL's bounded summary
+                             (changerate.py, older visits fading slowly; a first visit's
+                             Last-Modified counts as time seen unchanged), and the next
+                             visit is planned: next_fetch_at = the response's time +
+                             interval - how late this visit came (up to half the interval)
+    beat: plan_recrawl       planning.py: fits the crawl's prior over change rates and
+                             solves the budget's price on a sample of pages: what one more
+                             visit must buy to be worth it
     beat: release_due        moves URLs whose visit is due back to "queued", oldest first,
                              at most the budget's worth since the last run (unspent budget
                              carried over, within a bound), in one batch;
                              the dispatcher keeps reading queued URLs only
 
 The interval of a URL, by CRAWLER_RECRAWL_POLICY:
-  optimal   Cho & Garcia-Molina (TODS 2003): maximise the weighted freshness under the budget.
-            Pages that change too often for it get fewer visits, never more; pages with
-            fewer than CRAWLER_RECRAWL_EXPLORE_VISITS observations are explored (revisited at
-            least every CRAWLER_RECRAWL_EXPLORE_INTERVAL, within a share of the budget).
+  optimal   Cho & Garcia-Molina's freshness optimum (TODS 2003) under what the crawler
+            believes (belief.py): the posterior over the page's rate, under a prior fitted to
+            the whole crawl; a visit comes when its expected marginal freshness equals the
+            budget's price. Pages that change too often for the budget get fewer visits,
+            never more. A page with no observation yet gets its first look as soon as the
+            budget allows (within CRAWLER_RECRAWL_EXPLORE_SHARE of it when many wait).
   uniform   every page alike: pages / budget (a baseline).
   adaptive  Nutch's AdaptiveFetchSchedule: the interval shrinks 20% on a change, grows 40%
             otherwise (a baseline).
-  oracle    optimal, with the true rates (benchmarks only).
+  oracle    Cho & Garcia-Molina's optimum with the true rates (benchmarks only).
 Every interval is bounded by CRAWLER_RECRAWL_MIN_INTERVAL and _MAX_INTERVAL. Importance
 weighs in through the score (frontier/importance.py): weight = CRAWLER_RECRAWL_PRIORITY_WEIGHT
 ** (priority / |CRAWLER_SCORE_DEPTH|), i.e. that factor per link of depth's worth of score.
 """
 
 import email.utils
+import hashlib
 import json
 import math
 import threading
 import time
-from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -45,7 +48,7 @@ from django.utils import timezone
 
 from crawlerweb.bulksql import in_chunks
 
-from . import changerate, idle, instate, planning
+from . import belief, changerate, idle, instate
 from .models import RecrawlPlan, Url, UrlState
 from .normalize import InvalidUrl, normalize
 from .vocabulary import Observation
@@ -84,135 +87,105 @@ def after_visit(before: Before, observation: str, last_modified: str, now: datet
     when the response came (not when it was recorded: the interval between two visits is
     the interval between their responses)."""
     stats = changerate.from_text(before.change_stats)
+    known = has_evidence(stats)  # before this visit
     observations = before.observations
     observation = Observation(observation)
     seen = None  # seconds since the previous observation, when this visit is one
     if observation.comparable and before.observed_at is not None:
         seen = (now - before.observed_at).total_seconds()
         if seen > 0:
-            stats = changerate.observe(changerate.faded(stats, settings.CRAWLER_RECRAWL_MEMORY_VISITS), seen,
-                                       observation.saw_change, _since_last_modified(last_modified, now, seen))
+            stats = _record(changerate.faded(stats, settings.CRAWLER_RECRAWL_MEMORY_VISITS), seen,
+                            observation.saw_change, last_modified, now)
             observations += 1
         else:
             seen = None  # a clock that went back: no observation
-    elif before.observed_at is None and _dated_long_ago(last_modified, now):
-        # A first visit whose Last-Modified is long past: the page has not changed for that
-        # long, which says more than the exploring visits would. It counts as explored, and
-        # as watched for CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE (the unchanged prior's time,
-        # scheduling_rate), not as an observation: a date that lies then costs one long
-        # interval, and the first change a visit sees is judged by the visits alone.
-        stats = changerate.ChangeStats(watched_seconds=settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE)
-        observations = max(observations, settings.CRAWLER_RECRAWL_EXPLORE_VISITS)
-    rate = scheduling_rate(stats)
-    interval = plan_interval(before, rate, observations, observation.saw_change, now)
-    if seen and _looks_sooner(stats, observations, interval):
-        interval = min(interval, max(_bounds()[0], seen / FAST_EXPLORE_DIVISOR))
+    elif before.observed_at is None:
+        stats = _first_date(stats, last_modified, now)
+    post = believed(stats)
+    interval = plan_interval(before, stats, observation.saw_change, post)
+    first_look = settings.CRAWLER_RECRAWL_POLICY == "optimal" and not known
+    late = 0.0 if first_look else _late_by(before, now, interval, seen)
     fields = {
-        "change_stats": changerate.to_text(stats), "change_rate": rate * DAY, "observations": observations,
-        "last_observation": str(observation), "observed_at": now, "recrawl_interval": interval,
-        "next_fetch_at": now + timedelta(seconds=interval - _late_by(before, now, interval, seen)),
+        "change_stats": changerate.to_text(stats), "change_rate": belief.mean_rate(post, _grid()) * DAY,
+        "observations": observations, "last_observation": str(observation), "observed_at": now,
+        "recrawl_interval": interval, "next_fetch_at": now + timedelta(seconds=interval - late),
     }
     if observation.saw_change:
         fields["last_change_at"] = now
     return fields
 
 
-def _late_by(before: Before, now: datetime, interval: float, seen: float | None) -> float:
-    """Seconds this revisit came after it was due (release period, queue, session), up to
-    half the next interval: the next one counts from when this one was due, so that the
-    lag does not stretch every interval and leave the budget unspent
-    (CRAWLER_RECRAWL_ON_SCHEDULE)."""
-    if not (settings.CRAWLER_RECRAWL_ON_SCHEDULE and seen and before.next_fetch_at is not None):
-        return 0.0
-    return min(max(0.0, (now - before.next_fetch_at).total_seconds()), interval / 2)
-
-
-# A page that changed at every visit is looked at next after this fraction of the interval
-# that just saw it change: three more visits reach from a week down to a few hours.
-FAST_EXPLORE_DIVISOR = 4.0
-
-
-def _looks_sooner(stats: changerate.ChangeStats, observations: int, interval: float) -> bool:
-    """A page that changed at every one of its visits so far, none of them dated by a
-    Last-Modified, within its extra exploring visits (CRAWLER_RECRAWL_EXPLORE_FAST_VISITS),
-    planned by the optimal policy at less than the longest interval: the next look comes
-    sooner (FAST_EXPLORE_DIVISOR). "Changed at every visit" says only that the page changes
-    faster than we looked; without a look at a shorter interval, a page changing every hour
-    and one changing twice a day look alike (the estimate takes the first for the second,
-    and the plan chases a page no budget keeps fresh). `interval` is the plan's for the
-    least rate the visits show (changed_every_time_rate): when that alone gets the longest
-    interval, a faster page would get no more, and the looks would buy nothing. A dated
-    change needs no such look: its Last-Modified says how long ago the page changed."""
-    explored, extra = settings.CRAWLER_RECRAWL_EXPLORE_VISITS, settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS
-    return (settings.CRAWLER_RECRAWL_POLICY == "optimal" and extra > 0
-            and explored <= observations <= explored + extra and interval < _bounds()[1]
-            and _changed_every_time_undated(stats))
-
-
-def _changed_every_time_undated(stats: changerate.ChangeStats) -> bool:
-    """Every visit saw a change and none was dated by a Last-Modified."""
-    return (bool(stats.changed) and stats.lm_changes == 0
-            and stats.changes >= stats.visits * (1 - 1e-6))  # faded counts are rounded
-
-
-def scheduling_rate(stats: changerate.ChangeStats) -> float:
-    """The rate (per second) a visit is planned with: the estimate, but a page never seen
-    changing counts CRAWLER_RECRAWL_UNCHANGED_PRIOR changes over the time it has been
-    watched, not zero: three unchanged visits a day apart do not show a page that changes
-    monthly never changes, and it must not wait CRAWLER_RECRAWL_MAX_INTERVAL for the next
-    look. The longer it is watched, the lower this floor. Half a change is the posterior
-    mean under Jeffreys' prior, which knows nothing of the web; on a web where many pages
-    never change, a page seen unchanged for a month most likely is one of them, and the
-    posterior mean is lower (a fifth of a change on the freshness benchmark's web, from its
-    true rates: docs/benchmarks.md)."""
-    rate = changerate.estimate(stats)
-    if stats.watched_seconds > 0:  # the whole time watched: the floor keeps falling though evidence fades
-        rate = max(rate, settings.CRAWLER_RECRAWL_UNCHANGED_PRIOR / stats.watched_seconds)
-    if _changed_every_time_undated(stats):
-        rate = max(rate, changed_every_time_rate(stats))
-    return rate
-
-
-def changed_every_time_rate(stats: changerate.ChangeStats) -> float:
-    """A page that changed at every visit changes at least as fast as its shortest intervals
-    alone say: Cho's bias-reduced estimate for c changes in c visits at interval t,
-    log(2c + 1) / t. The estimate from every visit says less: its bias term is half the
-    MEAN interval, so long intervals (which a page no budget keeps fresh ends up with)
-    drag it down, and a page changing every hour would look like one changing twice a day
-    and be chased for nothing."""
-    _, count, seconds = stats.changed[0]  # buckets are sorted by length: the shortest
-    return math.log(2 * count + 1) / (seconds / count)
-
-
-def recheck_at(now: datetime) -> datetime:
-    """When a settled non-2xx URL (gone, denied, …) is checked again."""
-    return now + timedelta(seconds=settings.CRAWLER_GONE_RECHECK_SECONDS)
+def _record(stats: changerate.ChangeStats, seen: float, changed: bool, last_modified: str,
+            now: datetime) -> changerate.ChangeStats:
+    """`stats` with this visit's observation: `seen` seconds since the last one, changed or
+    not, dated by the Last-Modified when it names a time inside the interval. A date counts
+    whole seconds (RFC 9110, 5.6.7): the change came within the second it names. Dated well
+    before the visit, τ (seconds from the change to the visit) is counted from the middle of
+    that second. Dated within a second or so of the visit, that second is most of what the
+    date says: the observation is then "unchanged until that second began, changed within
+    what is left of it", its exact likelihood (a page changing every few seconds and one
+    changing hourly must not look alike: belief.py)."""
+    stated = _stated_age(last_modified, now) if changed else None
+    if stated is None or not 0.0 < stated <= seen + HTTP_DATE_RESOLUTION:
+        return changerate.observe(stats, seen, changed)
+    newest = min(stated, seen)  # τ is at most this …
+    oldest = max(0.0, stated - HTTP_DATE_RESOLUTION)  # … and at least this
+    if oldest >= newest:
+        return changerate.observe(stats, seen, changed)  # a date the visits contradict: undated
+    if oldest > CENSOR_RESOLUTIONS * HTTP_DATE_RESOLUTION:
+        return changerate.observe(stats, seen, True, since_last_modified=(oldest + newest) / 2)
+    within = changerate.observe(stats, newest - oldest, True)  # one visit, changed within that
+    return replace(within, unchanged_seconds=within.unchanged_seconds + oldest,
+                   observed_seconds=within.observed_seconds + oldest, watched_seconds=within.watched_seconds + oldest)
 
 
 # An HTTP date counts whole seconds (RFC 9110, 5.6.7): a page changed at 10:00:00.9 says
 # 10:00:00. The change came within the second after the date.
 HTTP_DATE_RESOLUTION = 1.0
+# A dated change this many date resolutions or more before the visit is a point τ (the
+# second's middle): the likelihood λe^(-λτ), exact to a second in hours. Nearer, the second
+# is recorded as an interval (_record).
+CENSOR_RESOLUTIONS = 10
 
 
-def _since_last_modified(value: str, now: datetime, interval: float) -> float | None:
-    """Seconds since the page changed by the Last-Modified the server sent, when it is
-    inside this interval (then the estimator knows when the change happened). The change
-    came within the second after the date, and not after the visit: counted from the
-    middle of what is left of that second (a date a tenth of a second old says the page
-    changed a twentieth of a second ago, not a second)."""
-    stated = _stated_age(value, now)
-    if stated is None:
-        return None
-    since = (max(0.0, stated - HTTP_DATE_RESOLUTION) + stated) / 2
-    return since if 0 < since <= interval else None
+def _first_date(stats: changerate.ChangeStats, last_modified: str, now: datetime) -> changerate.ChangeStats:
+    """A first visit's Last-Modified: the page has not changed since the date it names (or
+    was made then), which is time seen unchanged, up to CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE
+    (a date can lie: then it costs one long interval, and the first change a visit sees is
+    judged by the visits). Most of the web changes rarely (Fetterly et al. 2003), and its
+    dates say so before any revisit."""
+    stated = _stated_age(last_modified, now)
+    cap = settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE
+    if stated is None or stated <= 0.0 or cap <= 0.0 or stats.visits or stats.watched_seconds:
+        return stats
+    return changerate.observe(stats, min(stated, cap), False)
 
 
-def _dated_long_ago(value: str, now: datetime) -> bool:
-    """Whether a Last-Modified names a time at least CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE
-    before `now` (never, when that setting is 0)."""
-    age = settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE
-    stated = _stated_age(value, now) if age > 0 else None
-    return stated is not None and stated >= age
+def _late_by(before: Before, now: datetime, interval: float, seen: float | None) -> float:
+    """Seconds this revisit came after it was due (release period, queue, session), up to
+    half the next interval: the next one counts from when this one was due, so that the
+    lag does not stretch every interval and leave the budget unspent
+    (CRAWLER_RECRAWL_ON_SCHEDULE). Not for a page's first look (after_visit): that was due
+    at once, and its lateness is the queue of the crawl's new pages, not a lag."""
+    if not (settings.CRAWLER_RECRAWL_ON_SCHEDULE and seen and before.next_fetch_at is not None):
+        return 0.0
+    return min(max(0.0, (now - before.next_fetch_at).total_seconds()), interval / 2)
+
+
+def believed(stats: changerate.ChangeStats) -> list[float]:
+    """The posterior over the grid's rates under the plan's prior."""
+    rates = _grid()
+    return belief.posterior(belief.log_likelihood(stats, rates), list(current_plan().prior) or belief.flat(rates))
+
+
+def has_evidence(stats: changerate.ChangeStats) -> bool:
+    """Whether anything at all is known of the page's rate (a revisit, or a first date)."""
+    return bool(stats.visits or stats.watched_seconds)
+
+
+def recheck_at(now: datetime) -> datetime:
+    """When a settled non-2xx URL (gone, denied, …) is checked again."""
+    return now + timedelta(seconds=settings.CRAWLER_GONE_RECHECK_SECONDS)
 
 
 def _stated_age(value: str, now: datetime) -> float | None:
@@ -233,17 +206,31 @@ def weight_of(priority: int) -> float:
     return settings.CRAWLER_RECRAWL_PRIORITY_WEIGHT ** max(-60.0, min(60.0, levels))
 
 
-def exploring(observations: int) -> bool:
-    return observations < settings.CRAWLER_RECRAWL_EXPLORE_VISITS
-
-
 def _bounds() -> tuple[float, float]:
     low = settings.CRAWLER_RECRAWL_MIN_INTERVAL
     return low, max(low, settings.CRAWLER_RECRAWL_MAX_INTERVAL)
 
 
-def plan_interval(before: Before, rate: float, observations: int, changed: bool, now: datetime) -> float:
-    """Seconds until the next visit, by CRAWLER_RECRAWL_POLICY."""
+_grids: dict = {}
+
+
+def _grid() -> tuple[float, ...]:
+    """The rates beliefs are held over (belief.grid), for the interval bounds in force."""
+    bounds = _bounds()
+    if bounds not in _grids:
+        _grids.clear()
+        _grids[bounds] = belief.grid(*bounds)
+    return _grids[bounds]
+
+
+def _frequencies() -> tuple[float, ...]:
+    return belief.frequencies(*_bounds())
+
+
+def plan_interval(before: Before, stats: changerate.ChangeStats, changed: bool,
+                  post: list[float] | None = None) -> float:
+    """Seconds until the next visit, by CRAWLER_RECRAWL_POLICY (`post`: the page's
+    posterior, when the caller has it)."""
     low, high = _bounds()
     policy = settings.CRAWLER_RECRAWL_POLICY
     plan = current_plan()
@@ -257,20 +244,36 @@ def plan_interval(before: Before, rate: float, observations: int, changed: bool,
         start = min(max(settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL, low), high) if plan.provisional else uniform
         return changerate.adaptive_interval(before.recrawl_interval or start, changed,
                                             min_interval=low, max_interval=high)
-    explore = exploring(observations)
     if policy == "oracle":
-        rate, explore = oracle_rate(before.url, rate), False
-    # The rate as plan_recrawl grouped it, so that the URLs spend what the plan counted.
-    interval = changerate.interval_for(_rate_class(rate * DAY), weight_of(before.priority), plan,
-                                       min_interval=low, max_interval=high, exploring=explore)
-    if explore:  # look at short and long intervals alike: a page that changes hourly and
-        # one that changes daily both look "changed" at every daily visit
-        interval = min(interval, max(low, interval * _EXPLORE_SPREAD[observations % len(_EXPLORE_SPREAD)]))
-    return interval
+        rate = _rate_class(oracle_rate(before.url, 0.0) * DAY)
+        return changerate.interval_for(rate, weight_of(before.priority), plan, min_interval=low, max_interval=high)
+    if not has_evidence(stats):
+        return first_look(before.url, plan)
+    if plan.provisional:  # no price yet (the crawl's first minutes): a day, until the first plan
+        return min(max(settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL, low), high)
+    post = post if post is not None else believed(stats)
+    curve = belief.value_curve(post, _grid(), _frequencies())
+    return 1.0 / belief.frequency(curve, _frequencies(), weight_of(before.priority), plan.price)
 
 
-# Exploring revisits come at these fractions of the exploration interval, in turn.
-_EXPLORE_SPREAD = (0.125, 0.5, 1.0)
+def first_look(url: str, plan: "PlanView") -> float:
+    """Seconds until a new page's first look: as soon as the budget allows, and when many
+    new pages wait for theirs (plan.first_looks), spread over the time their share of the
+    budget (CRAWLER_RECRAWL_EXPLORE_SHARE) takes to look at them all, so that known pages
+    keep their visits. Without a look nothing is known of a page; the plan prices the
+    pages that wait for theirs by the crawl's prior."""
+    low, high = _bounds()
+    share = settings.CRAWLER_RECRAWL_EXPLORE_SHARE * _budget()
+    if plan.first_looks <= 0 or share <= 0.0:
+        return low
+    spread = _uniform(url) * plan.first_looks / share
+    return min(max(spread, low), high)
+
+
+def _uniform(url: str) -> float:
+    """A number in (0, 1] fixed by the URL."""
+    digest = hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return (int.from_bytes(digest, "big") + 1) / 2.0 ** 64
 
 
 def _budget() -> float:
@@ -278,7 +281,17 @@ def _budget() -> float:
     return settings.CRAWLER_RECRAWL_BUDGET_PER_DAY / DAY
 
 
-# --- the plan: the budget's price, solved from every estimate (beat) --------------------
+# Rates are grouped on a quarter-octave grid (the oracle's plan: planning.py).
+_GRID = 4.0
+
+
+def _rate_class(rate_per_day: float | None) -> float:
+    if not rate_per_day or rate_per_day <= 0:
+        return 0.0
+    return 2.0 ** (round(math.log2(rate_per_day) * _GRID) / _GRID) / DAY
+
+
+# --- the plan in force: what beat solved last (planning.py) ---------------------------------
 
 _plan_cache: tuple[float, "PlanView"] | None = None  # (read at, plan)
 _plan_lock = threading.Lock()
@@ -287,11 +300,15 @@ PLAN_CACHE_SECONDS = 5.0
 
 @dataclass(frozen=True)
 class PlanView:
-    """What interval_for needs of the stored plan (changerate.Plan's price and explore_freq)."""
+    """What a visit needs of the stored plan: the budget's price, the pages it covers, the
+    crawl's prior over change rates (belief.py; empty: none fitted yet), the pages waiting
+    for their first look, and the oracle's least exploring frequency (changerate.Plan)."""
 
     price: float
     explore_freq: float
     pages: int
+    prior: tuple[float, ...] = ()
+    first_looks: int = 0
 
     @property
     def provisional(self) -> bool:
@@ -305,18 +322,17 @@ def current_plan() -> PlanView:
     with _plan_lock:
         if _plan_cache is not None and time.monotonic() - _plan_cache[0] < PLAN_CACHE_SECONDS:
             return _plan_cache[1]
-    row = RecrawlPlan.objects.filter(pk=1).values_list("price", "explore_freq", "pages", "solved_at").first()
+    row = RecrawlPlan.objects.filter(pk=1).values_list("price", "explore_freq", "pages", "solved_at", "prior",
+                                                      "first_looks").first()
     if row is None or row[3] is None:  # never solved (no beat): spend as if the budget were plentiful
         view = PlanView(0.0, 1.0 / settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL, 0)
     elif row[2] == 0:
-        # Solved before any page was fetched (a crawl's first minutes): no price yet. Planned at
-        # the shortest interval, every page of those minutes would be due again within the hour,
-        # ahead of every later page and spending the budget's first hours (or day) on them.
-        # Planned long instead (exploring pages at the exploring interval); the next plan's
-        # reschedule brings sooner what it wants sooner (it never moves a visit later).
+        # Solved before any page was fetched (a crawl's first minutes): no price yet. Pages
+        # planned then are planned long, and the next plan brings sooner what it wants sooner.
         view = PlanView(math.inf, row[1], 0)
     else:
-        view = PlanView(row[0], row[1], row[2])
+        prior = belief.prior_from_text(row[4], _grid()) if row[4] else []
+        view = PlanView(row[0], row[1], row[2], tuple(prior), row[5])
     with _plan_lock:
         _plan_cache = (time.monotonic(), view)
     return view
@@ -327,91 +343,6 @@ def forget_plan() -> None:
     with _plan_lock:
         _plan_cache = None
 
-
-# Rates are grouped on a quarter-octave grid: 1M pages become a few hundred groups.
-_GRID = 4.0
-
-
-def _rate_class(rate_per_day: float | None) -> float:
-    if not rate_per_day or rate_per_day <= 0:
-        return 0.0
-    return 2.0 ** (round(math.log2(rate_per_day) * _GRID) / _GRID) / DAY
-
-
-def plan_recrawl(now: datetime | None = None) -> RecrawlPlan:
-    """Solve the budget's price from every fetched page's estimate and store it."""
-    now = now or timezone.now()
-    low, high = _bounds()
-    explore_visits = settings.CRAWLER_RECRAWL_EXPLORE_VISITS
-    counts = Counter()
-    oracle = settings.CRAWLER_RECRAWL_POLICY == "oracle"
-    grouped = None
-    if planning.set_based() and not oracle:  # one GROUP BY in the database (frontier/planning.py)
-        grouped = planning.group_counts(explore_visits)
-        for k, priority, bucket, n in grouped:
-            counts[(_class_rate(k), priority, bucket >= 0)] += n
-    else:
-        rows = Url.objects.filter(state__in=(UrlState.FETCHED, UrlState.QUEUED)).exclude(observed_at=None)
-        for url, rate, priority, observations in rows.values_list(
-                "url", "change_rate", "priority", "observations").iterator(chunk_size=5000):
-            if oracle:
-                counts[(_rate_class(oracle_rate(url, 0.0) * DAY), priority, False)] += 1
-            else:
-                counts[(_rate_class(rate), priority, observations < explore_visits)] += 1
-    groups = [changerate.Group(rate, weight_of(priority), n, explore) for (rate, priority, explore), n in counts.items()]
-    solved = changerate.solve_price(groups, _budget(), min_interval=low, max_interval=high,
-                                    explore_interval=settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL,
-                                    max_explore_share=settings.CRAWLER_RECRAWL_EXPLORE_SHARE)
-    plan, _ = RecrawlPlan.objects.update_or_create(pk=1, defaults=dict(
-        price=solved.price, explore_freq=solved.explore_freq, budget=solved.budget, planned=solved.planned,
-        pages=sum(counts.values()), solved_at=now))
-    forget_plan()
-    if grouped is not None:
-        _reschedule_groups(grouped, now)
-    else:
-        _reschedule(now)
-    return plan
-
-
-def _class_rate(k: int) -> float:
-    """The rate (changes a second) of rate class k: 2^(k/4) changes a day (planning.NO_RATE: 0)."""
-    return 0.0 if k == planning.NO_RATE else 2.0 ** (k / _GRID) / DAY
-
-
-def _reschedule_groups(grouped: list[tuple[int, int, int, int]], now: datetime) -> int:
-    """_reschedule set-based: each group's wanted interval, then one UPDATE."""
-    if settings.CRAWLER_RECRAWL_POLICY == "adaptive":
-        return 0
-    explore_visits = settings.CRAWLER_RECRAWL_EXPLORE_VISITS
-    wanted = {}
-    for k, priority, bucket, _ in grouped:
-        observations = bucket if bucket >= 0 else explore_visits
-        before = Before(0, "", priority, None, now, "", observations, None, None)
-        wanted[(k, priority, bucket)] = plan_interval(before, _class_rate(k), observations, False, now)
-    return planning.move_sooner(wanted, explore_visits, now, settings.CRAWLER_RECRAWL_RELEASE_BATCH)
-
-
-def _reschedule(now: datetime) -> int:
-    """Move the planned visits the new plan wants sooner (by more than a tenth) earlier,
-    at most CRAWLER_RECRAWL_RELEASE_BATCH of them per plan: a larger budget, or a price
-    that fell, takes effect before each page's next visit. (Visits it wants later keep
-    their time: the release task's budget holds them back anyway.)"""
-    moved = []
-    rows = Url.objects.filter(state=UrlState.FETCHED).exclude(observed_at=None).values_list(
-        "id", "url", "priority", "change_rate", "observations", "observed_at", "next_fetch_at", "recrawl_interval")
-    for url_id, url, priority, rate, observations, observed_at, next_at, interval in rows.iterator(chunk_size=5000):
-        before = Before(url_id, url, priority, None, observed_at, "", observations, None, interval)
-        wanted = plan_interval(before, (rate or 0.0) / DAY, observations, False, now)
-        if settings.CRAWLER_RECRAWL_POLICY == "adaptive" or interval is None or wanted >= 0.9 * interval:
-            continue
-        moved.append((url_id, wanted, max(now, observed_at + timedelta(seconds=wanted))))
-        if len(moved) >= settings.CRAWLER_RECRAWL_RELEASE_BATCH:
-            break
-    with transaction.atomic():
-        for url_id, wanted, when in moved:
-            Url.objects.filter(id=url_id, state=UrlState.FETCHED, next_fetch_at__gt=when).update(
-                next_fetch_at=when, recrawl_interval=wanted)
-    return len(moved)
 
 
 # --- releasing due URLs (beat) ---------------------------------------------------------------

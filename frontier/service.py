@@ -77,7 +77,8 @@ from .records import (
     save_robots,
     settle_unstorable,
 )
-from .recrawl import due_counts, has_revisits_due, plan_recrawl, release_due, sitemap_changes
+from .planning import plan_recrawl
+from .recrawl import due_counts, has_revisits_due, release_due, sitemap_changes
 from .scope import InvalidScope, ScopeSpec, parse_spec
 from .stats import (
     crawl_paused_since,

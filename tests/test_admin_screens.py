@@ -141,12 +141,13 @@ def test_a_url_page_says_what_is_known_and_recrawls_on_a_click(page):
     host = Host.objects.create(origin="http://site.test")
     new = make_url(host, "/new", state=UrlState.FETCHED, last_status=200, last_fetched_at=timezone.now())
     known = make_url(host, "/known", state=UrlState.FETCHED, last_status=200, last_fetched_at=timezone.now(),
-                     observations=6, change_rate=0.5, recrawl_interval=10800.0)
+                     observations=6, change_rate=0.5, recrawl_interval=10800.0,
+                     change_stats='{"v":2,"n":6,"x":3,"u":259200,"k":0,"s":0,"t":518400,"a":518400,"h":[[42,3,259200]]}')
     body = "First words of the page. " + "More text. " * 2000 + "THE VERY END"
     Document.objects.create(url=known, address=known.url, title="Known page", body=body, content_hash="ab" * 32)
 
     page.goto(page.base + f"/admin/frontier/url/{new.id}/change/")
-    assert page.text_content(".field-change_rate_human .readonly").strip() == "unknown (exploring: too few revisits yet)"
+    assert page.text_content(".field-change_rate_human .readonly").strip() == "unknown (nothing seen yet: its first look is due)"
     assert page.text_content(".field-recrawl_interval_human .readonly").strip() == "not planned yet"
     links = page.eval_on_selector_all(".object-links a", "as => as.map(a => a.textContent)")
     assert links == ["host http://site.test", "its crawl log lines"]  # no document: no link to one

@@ -8,6 +8,7 @@ the release task is given its `now`), never by sleeping."""
 
 import email.utils
 import math
+import random
 import threading
 import time
 from datetime import timedelta
@@ -22,7 +23,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from fetch import archive
 from fetch.runners import run_embedded
-from frontier import changerate, recrawl
+from frontier import belief, changerate, planning, recrawl
 from frontier import service as frontier
 from frontier.models import DeadLetter, Host, RecrawlPlan, Url
 from frontier.outcomes import FetchReport
@@ -117,8 +118,8 @@ def warc(directory):
 
 def test_a_revisit_is_a_conditional_get_and_a_304_a_revisit_record(site, tmp_path):
     url = site.origin + "/a"
-    # A day old: a first visit dated CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE back or more is
-    # spared its exploring visits, so a fixed date would change what this test sees with the calendar.
+    # A day old: a first visit's date counts as time seen unchanged, up to
+    # CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE, so a fixed date would change what this test sees with the calendar.
     modified = email.utils.formatdate(time.time() - 86400, usegmt=True)
     site.html("/a", PROSE, etag='"v1"', last_modified=modified)
     frontier.add_seeds([url])
@@ -135,9 +136,10 @@ def test_a_revisit_is_a_conditional_get_and_a_304_a_revisit_record(site, tmp_pat
     assert (row.state, row.outcome, row.last_observation, row.observations, row.last_status) == (
         "fetched", "not_modified", "not_modified", 1, 304)
     stats = changerate.from_text(row.change_stats)
-    assert (stats.visits, stats.changes, changerate.estimate(stats)) == (1, 0, 0.0)  # no change seen …
-    # … a fifth of a change, for planning (CRAWLER_RECRAWL_UNCHANGED_PRIOR)
-    assert row.change_rate == pytest.approx(0.2 / stats.observed_seconds * 86400)
+    # the first date's day and the revisit (the first faded a little): no change seen …
+    assert (round(stats.visits, 1), stats.changes, changerate.estimate(stats)) == (2.0, 0, 0.0)
+    # … which is not "never": what the crawler believes of the rate has a mean above 0
+    assert 0 < row.change_rate < 1
     assert row.next_fetch_at > timezone.now()
     assert Document.objects.get(url=row).fetched_at == stored.fetched_at  # the stored copy stands
     (first, second) = [r for r in warc(tmp_path / "warc") if r[1]["WARC-Target-URI"] == url]
@@ -242,96 +244,142 @@ def _before(now, **fields):
     return recrawl.Before(**(values | fields))
 
 
-def test_a_page_never_seen_changing_is_planned_with_a_share_of_a_change_over_the_time_watched(settings):
+def _plan(price, prior=None, pages=100, first_looks=0):
+    """A plan as beat stores it (the budget's price, the crawl's prior), read by visits."""
+    rates = recrawl._grid()
+    RecrawlPlan.objects.update_or_create(pk=1, defaults=dict(
+        price=price, explore_freq=0.0, pages=pages, solved_at=timezone.now(), first_looks=first_looks,
+        prior=belief.prior_to_text(rates, prior or belief.flat(rates))))
+    recrawl.forget_plan()
+
+
+def _seen(*visits):
+    """A summary of (seconds, changed[, seconds since Last-Modified]) visits."""
     stats = changerate.ChangeStats()
-    for _ in range(10):
-        stats = changerate.observe(stats, 3 * 86400.0, False)  # 30 days the same
-    assert recrawl.scheduling_rate(stats) == pytest.approx(0.2 / (30 * 86400.0))  # the default
-    settings.CRAWLER_RECRAWL_UNCHANGED_PRIOR = 0.5  # Jeffreys'
-    assert recrawl.scheduling_rate(stats) == pytest.approx(0.5 / (30 * 86400.0))
-    settings.CRAWLER_RECRAWL_UNCHANGED_PRIOR = 0.0  # unchanged means never: the longest interval
-    assert recrawl.scheduling_rate(stats) == 0.0
-    # a change seen is the estimate's to judge
-    changed = changerate.observe(stats, 3 * 86400.0, True)
-    assert recrawl.scheduling_rate(changed) == pytest.approx(changerate.estimate(changed)) and changerate.estimate(changed) > 0
+    for visit in visits:
+        stats = changerate.observe(stats, *visit)
+    return stats
 
 
-def test_a_page_that_changed_at_every_visit_is_planned_by_its_shortest_intervals():
-    stats = changerate.ChangeStats()
-    for seconds in [3 * 3600.0] * 3 + [4 * 86400.0] * 10:  # three looks 3 h apart, then ten 4 days apart
-        stats = changerate.observe(stats, seconds, True)
-    assert changerate.estimate(stats) * 86400 < 3  # the long intervals make it look slow …
-    assert recrawl.scheduling_rate(stats) == pytest.approx(math.log(7) / (3 / 24) / 86400)  # ≈ 15.6 a day
-    # … and one look that saw no change is evidence the estimate weighs as it is
-    unchanged = changerate.observe(stats, 3 * 3600.0, False)
-    assert recrawl.scheduling_rate(unchanged) == changerate.estimate(unchanged)
+# A price at which a page changing weekly is worth about a visit a week (φ(1)·7 days).
+WEEKLY_PRICE = (1 - 2 / math.e) * 7 * 86400
 
 
-def test_a_last_modified_counts_from_the_middle_of_the_second_it_names():
+def test_a_page_never_seen_changing_is_visited_less_often_the_longer_it_is_watched():
+    _plan(WEEKLY_PRICE)
+    page = _before(timezone.now())
+
+    def interval(stats):
+        return recrawl.plan_interval(page, stats, False)
+
+    intervals = [interval(_seen(*[(86400.0 * days / 3, False)] * 3)) for days in (3, 15, 60)]
+    assert intervals == sorted(intervals) and intervals[0] < intervals[-1]
+    # one change in the same visits: sooner than never seen changing
+    assert interval(_seen((86400.0 * 5, False), (86400.0 * 5, False), (86400.0 * 5, True))) < intervals[1]
+    # the crawl's prior decides how much: where most pages never change, watched unchanged is never
+    rates = recrawl._grid()
+    _plan(WEEKLY_PRICE, prior=[0.9] + [0.1 / (len(rates) - 1)] * (len(rates) - 1))
+    assert interval(_seen(*[(86400.0 * 5, False)] * 3)) > intervals[1]
+
+
+def test_a_page_faster_than_the_budget_can_follow_gets_the_longest_interval(settings):
+    _plan(WEEKLY_PRICE / 10)  # not worth chasing past about five changes a day (φ < 1)
+    page = _before(timezone.now())
+    minutes = _seen(*[(86400.0, True, 60.0)] * 10)  # each daily visit: changed a minute before it
+    assert recrawl.plan_interval(page, minutes, True) == settings.CRAWLER_RECRAWL_MAX_INTERVAL
+    daily = _seen(*[(86400.0, i % 3 > 0, 40000.0 if i % 3 else None) for i in range(12)])  # ~daily
+    assert settings.CRAWLER_RECRAWL_MIN_INTERVAL < recrawl.plan_interval(page, daily, True) < 86400
+    # at the weekly price a daily page is past that too, and a cheaper budget chases faster pages
+    _plan(WEEKLY_PRICE)
+    assert recrawl.plan_interval(page, daily, True) == settings.CRAWLER_RECRAWL_MAX_INTERVAL
+    _plan(WEEKLY_PRICE / 1e5)
+    assert recrawl.plan_interval(page, minutes, True) < settings.CRAWLER_RECRAWL_MAX_INTERVAL
+
+
+def test_a_change_dated_within_its_second_is_a_change_within_that_second():
     now = timezone.now().replace(microsecond=900_000)  # 0.9 s into the second
-    stated = email.utils.format_datetime(now - timedelta(seconds=10), usegmt=True)  # the second, 10 s ago
-    assert recrawl._since_last_modified(stated, now, 60.0) == pytest.approx(10.4)  # 9.9 to 10.9 s ago
-    assert recrawl._since_last_modified(stated, now, 10.0) is None  # outside the interval
-    # A date naming the visit's own second: the page changed 0 to 0.9 s ago, not 0.9 s ago
-    # (read as 0.9, any page changing faster would look like one changing about once a second).
-    assert recrawl._since_last_modified(email.utils.format_datetime(now, usegmt=True), now, 60.0) == \
-        pytest.approx(0.45)
-    assert recrawl._since_last_modified("not a date", now, 60.0) is None
+    stats = changerate.ChangeStats()
+
+    def record(seconds_ago, seen=60.0, changed=True):
+        date = email.utils.format_datetime(now - timedelta(seconds=seconds_ago), usegmt=True)
+        return recrawl._record(stats, seen, changed, date, now)
+
+    own = record(0)  # the visit's own second: changed within the last 0.9 s, and that is all
+    assert (own.visits, own.changes, own.lm_changes, own.unchanged_seconds) == (1, 1, 0, 0.0)
+    assert own.changed[0][2] == pytest.approx(0.9)
+    near = record(5)  # 5.9 to 4.9 s ago: unchanged for 4.9 s, then changed within a second
+    assert near.unchanged_seconds == pytest.approx(4.9) and near.changed[0][2] == pytest.approx(1.0)
+    assert near.observed_seconds == pytest.approx(5.9)
+    hour = record(3600, seen=7200.0)  # far from the visit: a point, the middle of its second
+    assert (hour.lm_changes, hour.changed) == (1, ()) and hour.lm_seconds == pytest.approx(3600.4)
+    outside = record(120)  # before the last visit: the date says nothing of this interval
+    assert outside.lm_changes == 0 and outside.changed[0][2] == pytest.approx(60.0)
+    assert recrawl._record(stats, 60.0, True, "not a date", now) == outside
+    assert record(0, changed=False).changes == 0  # unchanged: the date is not read
 
 
-def test_a_first_visit_dated_long_ago_is_not_explored_and_counts_as_watched_that_long(settings):
+def test_a_first_visit_counts_its_last_modified_as_time_seen_unchanged_up_to_a_month(settings):
     now = timezone.now()
-    month = 30 * 86400.0  # CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE's default
-    long_ago = email.utils.format_datetime(now - timedelta(days=400), usegmt=True)
+    month = settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE
+    _plan(WEEKLY_PRICE)
 
-    def first_visit(last_modified):
+    def first_visit(days_ago=None):
+        date = "" if days_ago is None else email.utils.format_datetime(now - timedelta(days=days_ago), usegmt=True)
         before = _before(now, observed_at=None, observations=0, change_stats="", recrawl_interval=None)
-        return recrawl.after_visit(before, "first", last_modified, now)
+        return recrawl.after_visit(before, "first", date, now)
 
-    dated = first_visit(long_ago)
-    assert dated["observations"] == settings.CRAWLER_RECRAWL_EXPLORE_VISITS
-    assert not recrawl.exploring(dated["observations"])
-    stats = changerate.from_text(dated["change_stats"])
-    assert (stats.visits, stats.watched_seconds) == (0, month)  # time watched, not an observation
-    assert dated["change_rate"] == pytest.approx(0.2 / month * 86400)  # the unchanged prior over a month
-    # A date of last week, none, or no date at all: explored as any new page
-    for value in (email.utils.format_datetime(now - timedelta(days=7), usegmt=True), "", "last year"):
-        fresh = first_visit(value)
-        assert (fresh["observations"], fresh["change_stats"], fresh["change_rate"]) == (0, "", 0.0), value
-    settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE = 0  # off: every new page is explored
-    assert first_visit(long_ago)["observations"] == 0
+    old = first_visit(400)
+    stats = changerate.from_text(old["change_stats"])
+    assert (stats.visits, stats.changes, stats.unchanged_seconds) == (1, 0, month)  # a month at most: a date can lie
+    assert old["observations"] == 0  # no revisit yet
+    assert changerate.from_text(first_visit(7)["change_stats"]).unchanged_seconds == pytest.approx(7 * 86400, abs=1)
+    undated = first_visit()
+    assert undated["change_stats"] == "" and undated["recrawl_interval"] == settings.CRAWLER_RECRAWL_MIN_INTERVAL
+    assert old["recrawl_interval"] > 7 * 86400  # watched a month unchanged: not looked at again soon
+    settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE = 0  # off
+    assert first_visit(400)["change_stats"] == ""
     # A date that lied: the page changed within a day while still naming the old date. The
-    # change is judged by the visits alone (one change in one day: Cho's ln 3 a day), not
-    # against the month the date claimed.
+    # change counts as an undated one within that day, beside the month the date claimed.
     settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE = month
     later = now + timedelta(days=1)
-    before = _before(later, observed_at=now, observations=dated["observations"], change_stats=dated["change_stats"])
-    changed = recrawl.after_visit(before, "changed", long_ago, later)
-    assert changed["change_rate"] == pytest.approx(math.log(3))
-    assert changerate.from_text(changed["change_stats"]).watched_seconds == pytest.approx(month + 86400)
+    before = _before(later, observed_at=now, observations=0, change_stats=old["change_stats"])
+    changed = changerate.from_text(recrawl.after_visit(before, "changed", old and email.utils.format_datetime(
+        now - timedelta(days=400), usegmt=True), later)["change_stats"])
+    assert (round(changed.visits, 1), changed.changes, changed.lm_changes) == (2.0, 1, 0)
 
 
-def test_a_page_served_with_an_old_last_modified_is_planned_without_exploring(site, settings):
-    old = email.utils.format_datetime(timezone.now() - timedelta(days=400), usegmt=True)
-    site.html("/", PROSE, links=["/old", "/undated"])
-    site.html("/old", PROSE + "old", etag='"o1"', last_modified=old)
-    site.html("/undated", PROSE + "undated", etag='"u1"')
-    frontier.add_seeds([site.origin + "/"])
-    crawl()
-    rows = dict(Url.objects.filter(url__in=[site.origin + "/old", site.origin + "/undated"]).values_list(
-        "url", "observations"))
-    assert rows == {site.origin + "/old": settings.CRAWLER_RECRAWL_EXPLORE_VISITS, site.origin + "/undated": 0}
-    stats = changerate.from_text(Url.objects.get(url=site.origin + "/old").change_stats)
-    assert stats.watched_seconds == settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE and stats.visits == 0
+def test_a_new_page_gets_its_first_look_as_soon_as_the_budget_allows(settings):
+    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 1000.0
+    now = timezone.now()
+    low = settings.CRAWLER_RECRAWL_MIN_INTERVAL
+
+    def first_look(url):
+        before = _before(now, url=url, observed_at=None, observations=0, change_stats="", recrawl_interval=None)
+        return recrawl.after_visit(before, "first", "", now)["recrawl_interval"]
+
+    _plan(WEEKLY_PRICE)
+    assert first_look("http://x/1") == low
+    # 1,000 new pages waiting for their look, half a budget of 1,000 a day for them: spread over two days
+    _plan(WEEKLY_PRICE, first_looks=1000)
+    looks = [first_look(f"http://x/{n}") for n in range(200)]
+    assert all(low <= look <= 2 * 86400 for look in looks)
+    assert sum(looks) / len(looks) == pytest.approx(86400, rel=0.15) and len(set(looks)) > 150
+    settings.CRAWLER_RECRAWL_EXPLORE_SHARE = 0.25
+    assert max(first_look(f"http://x/{n}") for n in range(200)) > 3 * 86400
+    # its lateness is the queue of new pages, not a lag: nothing is made up for it
+    _plan(WEEKLY_PRICE)
+    looked = _before(now, change_stats="", observations=0, next_fetch_at=now - timedelta(hours=3))
+    fields = recrawl.after_visit(looked, "unchanged", "", now)
+    assert fields["next_fetch_at"] == now + timedelta(seconds=fields["recrawl_interval"])
 
 
 def test_pages_fetched_before_the_first_plan_with_pages_are_not_all_due_within_the_hour(settings):
-    """Beat's first plan comes before any page is fetched: no price yet. The pages of the
-    crawl's first minutes are planned long (exploring ones at the exploring interval), not
-    at the shortest interval ahead of every later page; the next plan brings sooner what it
+    """Beat's first plan comes before any page is fetched: no price yet. A new page still gets
+    its first look at once (nothing is known of it); a page known by its date is planned a
+    day on, and uniform's at the longest interval, until the next plan brings sooner what it
     wants sooner."""
     settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 1000.0
-    assert recrawl.plan_recrawl().pages == 0
+    assert planning.plan_recrawl().pages == 0
     now = timezone.now()
     first = _before(now, observed_at=None, observations=0, change_stats="", recrawl_interval=None)
     long_ago = email.utils.format_datetime(now - timedelta(days=400), usegmt=True)
@@ -339,20 +387,19 @@ def test_pages_fetched_before_the_first_plan_with_pages_are_not_all_due_within_t
     def interval(last_modified=""):
         return recrawl.after_visit(first, "first", last_modified, now)["recrawl_interval"]
 
-    assert interval() == pytest.approx(86400 * 0.125)  # the first exploring look (1/8 of the exploring interval)
-    assert interval(long_ago) == settings.CRAWLER_RECRAWL_MAX_INTERVAL  # explored by its date: no price to plan by
+    assert interval() == settings.CRAWLER_RECRAWL_MIN_INTERVAL  # a first look
+    assert interval(long_ago) == settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL  # known by its date: no price yet
     settings.CRAWLER_RECRAWL_POLICY = "uniform"
     assert interval() == settings.CRAWLER_RECRAWL_MAX_INTERVAL
-    settings.CRAWLER_RECRAWL_POLICY = "optimal"
-    # Once pages are fetched, the plan has a price and the provisional intervals give way
-    frontier.add_urls([frontier.Candidate("http://x.example/page")])
-    Url.objects.update(state="fetched", observed_at=now, observations=3, change_rate=0.5,
-                       recrawl_interval=settings.CRAWLER_RECRAWL_MAX_INTERVAL,
+    # Once pages are fetched, uniform's plan has an interval and brings the visits sooner
+    frontier.add_urls([frontier.Candidate(f"http://x.example/page{n}") for n in range(100)])
+    Url.objects.update(state="fetched", observed_at=now, recrawl_interval=settings.CRAWLER_RECRAWL_MAX_INTERVAL,
                        next_fetch_at=now + timedelta(seconds=settings.CRAWLER_RECRAWL_MAX_INTERVAL))
-    plan = recrawl.plan_recrawl(now=now)
-    assert plan.pages == 1 and plan.price == 0.0  # a budget to spare for one page
-    assert interval(long_ago) == settings.CRAWLER_RECRAWL_MIN_INTERVAL
-    assert Url.objects.get().next_fetch_at < now + timedelta(days=1)  # brought sooner by the plan
+    assert planning.plan_recrawl(now=now).pages == 100
+    uniform = 100 / (1000.0 / 86400)
+    assert interval() == pytest.approx(uniform)
+    due = Url.objects.values_list("next_fetch_at", flat=True)
+    assert all(abs((at - now).total_seconds() - uniform) < 1 for at in due)
 
 
 def test_adaptive_starts_the_pages_fetched_before_the_first_plan_at_the_exploring_interval(settings):
@@ -363,14 +410,14 @@ def test_adaptive_starts_the_pages_fetched_before_the_first_plan_at_the_explorin
     has pages."""
     settings.CRAWLER_RECRAWL_POLICY = "adaptive"
     settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 1000.0
-    assert recrawl.plan_recrawl().pages == 0
+    assert planning.plan_recrawl().pages == 0
     now = timezone.now()
     first = _before(now, observed_at=None, observations=0, change_stats="", recrawl_interval=None)
     grown = 1.4 * settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL  # unchanged: Nutch's +40 %
     assert recrawl.after_visit(first, "first", "", now)["recrawl_interval"] == pytest.approx(grown)
     frontier.add_urls([frontier.Candidate(f"http://x.example/{n}") for n in range(100)])
     Url.objects.update(state="fetched", observed_at=now, observations=1)
-    assert recrawl.plan_recrawl(now=now).pages == 100
+    assert planning.plan_recrawl(now=now).pages == 100
     low, high = settings.CRAWLER_RECRAWL_MIN_INTERVAL, settings.CRAWLER_RECRAWL_MAX_INTERVAL
     uniform = min(max(100 / (1000.0 / 86400), low), high)  # 100 pages at 1,000 visits a day: 8,640 s
     assert recrawl.after_visit(first, "first", "", now)["recrawl_interval"] == pytest.approx(min(1.4 * uniform, high))
@@ -388,67 +435,11 @@ def test_a_late_revisit_schedules_the_next_from_when_it_was_due(site, settings):
     assert next_in(next_fetch_at=now - timedelta(hours=3)) == pytest.approx(1800)  # at most half the interval
     assert next_in(next_fetch_at=now + timedelta(seconds=100)) == pytest.approx(3600)  # early: nothing to make up
     assert next_in(next_fetch_at=now - timedelta(seconds=100), observed_at=None) == pytest.approx(3600)  # a first visit
+    known = changerate.to_text(_seen((86400.0, False)))  # uniform makes up a first revisit's lateness too
+    assert next_in(next_fetch_at=now - timedelta(seconds=100), change_stats="") == pytest.approx(3500)
+    assert next_in(next_fetch_at=now - timedelta(seconds=100), change_stats=known) == pytest.approx(3500)
     settings.CRAWLER_RECRAWL_ON_SCHEDULE = False
     assert next_in(next_fetch_at=now - timedelta(seconds=100)) == pytest.approx(3600)
-
-
-def test_a_page_that_changed_at_every_visit_is_looked_at_sooner_for_a_few_visits(site, settings):
-    settings.CRAWLER_RECRAWL_MIN_INTERVAL = 600.0
-    now = timezone.now()
-    stats = changerate.ChangeStats()
-    for _ in range(3):
-        stats = changerate.observe(stats, 86400.0, True)
-    least = recrawl.changed_every_time_rate(stats)  # three changes in three days: at least ~2 a day
-
-    def plan(price):
-        RecrawlPlan.objects.update_or_create(pk=1, defaults=dict(price=price, explore_freq=1 / 86400, pages=1,
-                                                                 solved_at=now))
-        recrawl.forget_plan()
-
-    def interval(observations, stats, seen=86400.0):
-        before = _before(now, change_stats=changerate.to_text(stats), observations=observations,
-                         observed_at=now - timedelta(seconds=seen))
-        return recrawl.after_visit(before, "changed", "", now)["recrawl_interval"]
-
-    # A price at which such a page is worth a visit about once a day (φ(x) = 0.6 = price·λ/w at
-    # x = λ/f ≈ 2), and one changing more than 1/0.6 times as fast is not worth chasing at all.
-    plan(0.6 / least)
-    chased = changerate._gain_inverse(0.6) / least
-    longest = settings.CRAWLER_RECRAWL_MAX_INTERVAL
-    # three daily visits each saw a change: the next comes after a quarter of the last interval …
-    assert interval(3, stats) == pytest.approx(21600)
-    # … but once the least rate the visits show is one the plan no longer chases (a 6-hour
-    # interval that saw a change too: at least ~4.4 a day), a faster page would get no more
-    # visits, and looking sooner would buy nothing
-    assert interval(4, changerate.observe(stats, 21600.0, True), seen=21600.0) == pytest.approx(longest)
-    plan(0.1 / least)  # a cheaper budget still chases it: a quarter of the 6 hours
-    assert interval(4, changerate.observe(stats, 21600.0, True), seen=21600.0) == pytest.approx(5400)
-    plan(0.6 / least)
-    # A dated change needs no sooner look: its Last-Modified says how long ago the page changed
-    # (an hour before each of three daily visits), and the plan has its interval for that
-    dated = changerate.ChangeStats()
-    for _ in range(3):
-        dated = changerate.observe(dated, 86400.0, True, since_last_modified=3600.0)
-    assert interval(3, dated) == pytest.approx(longest)
-    # … never below the minimum interval, and only for CRAWLER_RECRAWL_EXPLORE_FAST_VISITS more visits
-    plan(1e-12)  # anything is chased
-    assert interval(5, changerate.observe(stats, 1800.0, True), seen=1800.0) == pytest.approx(600)
-    plan(0.6 / least)
-    settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = 0
-    own = interval(3, stats)  # the plan's own interval: about a day
-    assert own == pytest.approx(chased, rel=0.2)
-    settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = 3
-    assert interval(6, stats) == pytest.approx(own)  # past the extra looks
-    settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = 0
-    assert interval(3, stats) == pytest.approx(own)  # or with none
-    settings.CRAWLER_RECRAWL_EXPLORE_FAST_VISITS = 3
-    settings.CRAWLER_RECRAWL_POLICY = "uniform"  # the baselines stay what they are: here one page,
-    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 1.0  # one visit a day
-    assert interval(3, stats) == pytest.approx(86400)
-    settings.CRAWLER_RECRAWL_POLICY = "optimal"
-    # a visit that saw no change ends it
-    before = _before(now, change_stats=changerate.to_text(stats), observations=3, observed_at=now - timedelta(days=1))
-    assert recrawl.after_visit(before, "unchanged", "", now)["recrawl_interval"] > 21600
 
 
 def test_a_visit_counts_from_its_response_not_from_its_record(site):
@@ -553,6 +544,8 @@ def test_a_sitemap_lastmod_after_our_visit_brings_the_next_visit_forward(site, s
     frontier.add_seeds([site.origin + "/"])
     crawl()
     assert {path: len(site.asked(path)) for path in ("/a", "/b", "/c", "/d")} == {"/a": 1, "/b": 1, "/c": 1, "/d": 1}
+    # Their first looks are due at once (nothing is known of them): planned a day on here
+    Url.objects.exclude(url=site.origin + "/sitemap.xml").update(next_fetch_at=timezone.now() + timedelta(days=1))
     first_plan = dict(Url.objects.values_list("url", "next_fetch_at"))
     # The first visits were more than CRAWLER_RECRAWL_MIN_INTERVAL ago: a page may be visited again now.
     Url.objects.update(last_fetched_at=F("last_fetched_at") - timedelta(seconds=2))
@@ -563,10 +556,10 @@ def test_a_sitemap_lastmod_after_our_visit_brings_the_next_visit_forward(site, s
                      "/b": f"<lastmod>{(now + timedelta(days=2)).date().isoformat()}</lastmod>",
                      "/c": "<lastmod>2020-01-01T00:00:00Z</lastmod>"})
     revisit(site.origin + "/sitemap.xml")
-    moved = {url for url, due in Url.objects.values_list("url", "next_fetch_at") if due < first_plan[url]}
-    assert moved == {site.origin + "/a", site.origin + "/sitemap.xml"}
-    # The sitemap itself changed, so its own next read may be due a second later (the minimum
-    # interval): on a slow machine it is due by now. When to reread it is the plan's business,
+    moved = {url for url, due in Url.objects.exclude(url=site.origin + "/sitemap.xml").values_list(
+        "url", "next_fetch_at") if due < first_plan[url]}
+    assert moved == {site.origin + "/a"}
+    # When to read the sitemap again (its first look was due at once) is the plan's business,
     # not this test's, so it waits.
     Url.objects.filter(url=site.origin + "/sitemap.xml").update(next_fetch_at=timezone.now() + timedelta(days=1))
     # beat releases /a like any due revisit; the visit is the observation the estimator learns from.
@@ -601,31 +594,85 @@ def test_the_plan_spends_the_budget_within_the_bounds(site, settings):
     settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 86400 * 2  # two revisits a second for 40 pages
     settings.CRAWLER_RECRAWL_MIN_INTERVAL = 1.0
     settings.CRAWLER_RECRAWL_MAX_INTERVAL = 300.0
-    settings.CRAWLER_RECRAWL_EXPLORE_VISITS = 0
     frontier.add_urls([frontier.Candidate(f"{site.origin}/r{i}") for i in range(40)])
     now = timezone.now()
-    rates = [0.0] * 5 + [86400 * 10.0 ** (i / 5 - 4) for i in range(35)]  # per day: never to 10/s
-    for row, rate in zip(Url.objects.order_by("id"), rates):
-        Url.objects.filter(id=row.id).update(state="fetched", change_rate=rate, observations=5, observed_at=now,
-                                             recrawl_interval=300.0, next_fetch_at=now + timedelta(seconds=300))
+    rates = [0.0] * 5 + [10.0 ** (i / 5 - 4) for i in range(35)]  # per second: never to 10/s
+    rng = random.Random(4)
+    for i, rate in enumerate(rates):  # thirty visits 10 s apart
+        changes = [rng.random() < -math.expm1(-rate * 10.0) for _ in range(30)]
+        Url.objects.filter(url=f"{site.origin}/r{i}").update(
+            state="fetched", change_stats=changerate.to_text(_seen(*[(10.0, c) for c in changes])), observations=30,
+            observed_at=now, recrawl_interval=300.0, next_fetch_at=now + timedelta(seconds=300))
     plan = frontier.plan_recrawl(now=now)
-    assert plan.pages == 40 and 0 < plan.price
-    assert abs(plan.planned - 2.0) < 0.02  # the budget is spent, not more
-    intervals, sooner = {}, set()
-    for url, rate, observations, priority in Url.objects.values_list("url", "change_rate", "observations",
-                                                                     "priority"):
-        before = recrawl.Before(0, url, priority, None, now, "", observations, None, None)
-        intervals[rate] = recrawl.plan_interval(before, rate / 86400, observations, False, now)
-        if intervals[rate] < 0.9 * 300:
-            sooner.add(url)
+    assert plan.pages == 40 and 0 < plan.price and plan.prior
+    intervals = {}
+    for url, stats, priority in Url.objects.values_list("url", "change_stats", "priority"):
+        before = recrawl.Before(0, url, priority, None, now, stats, 30, None, 300.0)
+        intervals[url] = recrawl.plan_interval(before, changerate.from_text(stats), False)
+    assert sum(1 / i for i in intervals.values()) == pytest.approx(2.0, rel=0.02)  # the budget is spent, not more
     assert all(1.0 <= i <= 300.0 for i in intervals.values())
-    assert intervals[0.0] == 300.0  # never seen changing: the longest interval
-    by_rate = [intervals[r] for r in sorted(intervals) if r > 0]
+    by_rate = [intervals[f"{site.origin}/r{i}"] for i in range(40)]
     fastest = by_rate.index(min(by_rate))
-    assert 0 < fastest < len(by_rate) - 1  # visits rise with the rate, then fall: the fastest get fewer
-    # the plan moved the planned visits it wants sooner, and only those
-    assert sooner and set(Url.objects.filter(next_fetch_at__lt=now + timedelta(seconds=299))
-                          .values_list("url", flat=True)) == sooner
+    assert min(by_rate[:5]) > 10 * by_rate[fastest]  # never seen changing: seldom (not never: maybe slow)
+    assert 5 < fastest < len(by_rate) - 3  # visits rise with the rate, then fall: the fastest get fewer
+    assert by_rate[-1] == 300.0
+    # a larger budget lowers the price: the visits the plan now wants a tenth sooner or more
+    # come sooner, at the plan's interval; a URL released meanwhile is left alone
+    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 86400 * 8
+    Url.objects.update(recrawl_interval=300.0, next_fetch_at=now + timedelta(seconds=300))  # as planned at first
+    Url.objects.filter(url=site.origin + "/r20").update(state="queued")
+    later = now + timedelta(seconds=1)
+    cheaper = frontier.plan_recrawl(now=later)
+    assert 0 < cheaper.price < plan.price
+    wanted = {}
+    for url, stats, priority in Url.objects.filter(state="fetched").values_list("url", "change_stats", "priority"):
+        before = recrawl.Before(0, url, priority, None, now, stats, 30, None, 300.0)
+        wanted[url] = recrawl.plan_interval(before, changerate.from_text(stats), False)
+    sooner = {url for url, seconds in wanted.items() if seconds < 0.9 * 300.0}
+    moved = dict(Url.objects.filter(next_fetch_at__lt=now + timedelta(seconds=299)).values_list(
+        "url", "recrawl_interval"))
+    assert sooner and set(moved) == sooner and site.origin + "/r20" not in moved
+    assert all(moved[url] == pytest.approx(wanted[url]) for url in moved)
+    assert all(at == max(later, now + timedelta(seconds=moved[url])) for url, at in Url.objects.filter(
+        url__in=moved).values_list("url", "next_fetch_at"))
+    # at most CRAWLER_RECRAWL_RELEASE_BATCH pages (at random) are looked at a plan
+    Url.objects.update(recrawl_interval=300.0, next_fetch_at=now + timedelta(seconds=300))
+    settings.CRAWLER_RECRAWL_RELEASE_BATCH = 5
+    frontier.plan_recrawl(now=later)
+    assert 0 < Url.objects.filter(next_fetch_at__lt=now + timedelta(seconds=299)).count() <= 5
+
+
+def test_the_plan_samples_a_large_crawl_and_spends_its_budget(settings):
+    """Past CRAWLER_RECRAWL_PLAN_SAMPLE pages the plan reads a sample by random ids: the
+    price it solves spends the whole crawl's budget within the sample's error."""
+    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 600
+    rng = random.Random(7)
+    random.seed(7)  # planning's draws of random ids
+    host = Host.objects.create(origin="http://plan.test")
+    now = timezone.now()
+    summaries = [changerate.to_text(_seen(*[(86400.0, rng.random() < p) for _ in range(rng.randrange(1, 8))]))
+                 for p in (0.0, 0.05, 0.3, 0.9) for _ in range(4)]
+    Url.objects.bulk_create([Url(
+        url=f"http://plan.test/{i}", url_key=i, host=host, state=rng.choice(("fetched", "fetched", "queued", "gone")),
+        priority=rng.choice((-10, -20, 5, 40)), change_stats=rng.choice(summaries), observations=3,
+        observed_at=now - timedelta(hours=rng.uniform(0, 48)), recrawl_interval=86400.0,
+        next_fetch_at=now + timedelta(days=rng.uniform(0, 30))) for i in range(6000)])
+    observed = list(Url.objects.filter(state__in=("fetched", "queued")).values_list("url", "change_stats", "priority"))
+    assert planning.observed_counts() == (len(observed), 0)
+    sampled = planning.sample(1000, len(observed))
+    assert len(sampled) == 1000 and set(sampled) <= {row[1:] for row in observed}  # observed pages only: no gone ones
+
+    def spend():  # revisits a day, every observed page at the plan's interval
+        return 86400 * sum(1 / recrawl.plan_interval(recrawl.Before(0, url, priority, None, now, text, 3, None, None),
+                                                     changerate.from_text(text), False)
+                           for url, text, priority in observed)
+
+    assert planning.plan_recrawl(now=now).pages == len(observed)
+    assert spend() == pytest.approx(600, rel=0.02)  # every page read: the budget, to the table's precision
+    settings.CRAWLER_RECRAWL_PLAN_SAMPLE = 1000
+    for _ in range(3):
+        planning.plan_recrawl(now=now)
+        assert spend() == pytest.approx(600, rel=0.15)
 
 
 def test_a_one_shot_crawl_defers_what_waits_long_and_a_later_crawl_resumes(site, settings):
@@ -701,41 +748,3 @@ def test_continuous_mode_picks_up_a_changed_page(site, settings):
     assert row.observations >= 2 and row.last_change_at is not None and row.change_rate > 0
     statuses = [r[3] for r in site.asked("/live")]
     assert statuses[0] == 200 and 304 in statuses  # revisits before the edit were 304s
-
-
-@pytest.mark.postgres
-def test_the_set_based_plan_is_the_row_by_row_plan(settings, monkeypatch):
-    """frontier/planning.py: on PostgreSQL the plan's groups are counted, and the visits it
-    wants sooner moved, in SQL; same price, same pages, same visits moved, to the same times,
-    as the row-by-row path over the same URLs."""
-    import random
-
-    from frontier import planning
-
-    settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 300  # scarce: a price to solve
-    settings.CRAWLER_RECRAWL_RELEASE_BATCH = 10_000
-    rng = random.Random(7)
-    host = Host.objects.create(origin="http://plan.test")
-    now = timezone.now()
-    Url.objects.bulk_create([Url(
-        url=f"http://plan.test/{i}", url_key=i, host=host, state="fetched", priority=rng.choice((-10, -20, 5, 40)),
-        change_rate=rng.choice((None, 0.0, 0.01, 0.3, 1.0, 4.2, 24.0, 100.0)), observations=rng.randrange(0, 6),
-        observed_at=now - timedelta(hours=rng.uniform(0, 48)), recrawl_interval=rng.choice((None, 600.0, 86400.0 * 9)),
-        next_fetch_at=now + timedelta(days=rng.uniform(0, 30))) for i in range(3000)])
-    start = dict(Url.objects.values_list("id", "next_fetch_at"))
-
-    def plan_with(set_based: bool):
-        Url.objects.bulk_update([Url(id=i, next_fetch_at=at) for i, at in start.items()], ["next_fetch_at"])
-        Url.objects.update(recrawl_interval=None)
-        Url.objects.filter(id__in=[i for i in start if i % 3]).update(recrawl_interval=86400.0 * 9)
-        recrawl.forget_plan()
-        monkeypatch.setattr(planning, "set_based", lambda: set_based)
-        plan = recrawl.plan_recrawl(now=now)
-        return (plan.price, plan.pages, plan.planned), dict(Url.objects.values_list("id", "next_fetch_at"))
-
-    (by_sql, moved_sql), (by_rows, moved_rows) = plan_with(True), plan_with(False)
-    assert by_sql[1] == by_rows[1] == 3000 and by_sql[0] > 0
-    assert by_sql[0] == pytest.approx(by_rows[0], rel=1e-9) and by_sql[2] == pytest.approx(by_rows[2], rel=1e-9)
-    changed = {i for i in start if moved_rows[i] != start[i]}
-    assert changed and {i for i in start if moved_sql[i] != start[i]} == changed
-    assert all(abs((moved_sql[i] - moved_rows[i]).total_seconds()) < 0.01 for i in changed)
