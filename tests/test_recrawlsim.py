@@ -1,0 +1,42 @@
+"""bench.recrawlsim, the offline recrawl simulator: its freshness arithmetic, and that it
+runs the crawler's policies as bench.freshness does (docs/benchmarks.md: at budget 0.2 on
+seed 1 it gave what bench.freshness measured)."""
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.recrawlsim.sim import Page, Simulation, _overlap
+
+pytestmark = pytest.mark.backend_free
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_stored_copy_is_fresh_from_its_store_to_the_next_change_or_store():
+    page = Page("http://h/p", 0, 0, 1.0, (10.0, 30.0, 33.0), True, -10)
+    page.stores = [(0.0, 0), (20.0, 1), (32.0, 2), (40.0, 3)]  # the third is stale at 33, the last stays fresh
+    spans = Simulation.fresh_spans(None, page)
+    assert spans == [(0.0, 10.0), (20.0, 30.0), (32.0, 33.0), (40.0, math.inf)]
+    assert _overlap(spans, 5.0, 45.0) == 5.0 + 10.0 + 1.0 + 5.0
+    stale = Page("http://h/q", 0, 1, 1.0, (10.0,), True, -10)
+    stale.stores = [(11.0, 0)]  # stored after the change it missed: never fresh
+    assert Simulation.fresh_spans(None, stale) == []
+
+
+def test_the_simulation_runs_the_policies_and_the_oracle_beats_uniform():
+    out = subprocess.run(
+        [sys.executable, "-m", "bench.recrawlsim", "--budget-ratio", "0.3", "--seeds", "1", "--hosts", "4",
+         "--pages", "10", "--days", "20", "--jobs", "1", "--policies", "optimal,uniform,oracle"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300, check=True).stdout
+    summary = [line for line in out.split("\n\n")[0].splitlines() if line.startswith("| ")]  # the first table
+    rows = {cells[0]: cells[1:] for cells in ([c.strip() for c in line.split("|")[1:-1]] for line in summary)
+            if cells[0] in ("optimal", "uniform", "oracle")}
+    assert set(rows) == {"optimal", "uniform", "oracle"}
+    fresh = {policy: float(cells[0]) for policy, cells in rows.items()}
+    spent = {policy: float(cells[2].rstrip("%")) for policy, cells in rows.items()}
+    assert fresh["oracle"] > fresh["uniform"] and 0.3 < fresh["uniform"] < 1
+    assert 85 <= spent["uniform"] <= 101 and 85 <= spent["optimal"] <= 101
+    assert rows["uniform"][3].startswith("0%") and rows["oracle"][3].startswith("100%")
