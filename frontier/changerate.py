@@ -33,10 +33,11 @@ seconds, rates (λ) and visit frequencies (f) per second, budgets in fetches per
    (regular revisits), and a close approximation otherwise (lengths within a factor √2). The
    buckets reach down to 1/32 s: the freshness benchmark runs a day in seconds, and a change
    dated within the date's own second is recorded as one within under a second
-   (recrawl._record). Summaries written before that (no "v") had no bucket under a second;
-   they are read into the new buckets by their means (only the index moved). A worker of the
-   release before reads the new indices' means right and files a new interval by its own
-   index: during an upgrade, one bucket may hold lengths of two ranges for a while.
+   (recrawl._record). A summary without "v" (written before that, or written back by a
+   worker of the previous release, which keeps the indices it read) is read into today's
+   buckets by each bucket's mean: the likelihood uses means, not indices. Such a worker
+   files a new interval by its own index: during an upgrade, one bucket may hold lengths of
+   two ranges for a while.
    Older evidence fades (faded(): every count and sum times 2^(-1/h) before each new
    observation, h visits a half-life), so that a page that changes its habits is judged by
    its recent visits; the counts are then fractions, and (*) holds for them unchanged.
@@ -59,9 +60,11 @@ seconds, rates (λ) and visit frequencies (f) per second, budgets in fetches per
    (Illinois) on log μ so that the plan spends the budget. (For x > 15, where F ≈ f/λ and φ is
    within 5e-6 of 1, the solver lets 1 - φ shrink like 1/x instead of e^(-x): see TAIL_X.)
 
-   Pages whose rate estimate is still unreliable ("exploring") are visited at least every
-   explore_interval, within a capped share of the budget. Pages never seen changing (λ = 0)
-   are always fresh: a visit gains nothing, so they get the minimum frequency unless exploring.
+   Groups of pages can be marked "exploring": visited at least every explore_interval,
+   within a capped share of the budget. Pages never seen changing (λ = 0) are always fresh:
+   a visit gains nothing, so they get the minimum frequency unless exploring. (The crawler's
+   optimal policy plans by what it believes of each rate, belief.py, which builds on φ; this
+   solver plans the oracle's known rates and the benchmarks' theory.)
 """
 
 import json
@@ -252,9 +255,15 @@ def from_text(text: str) -> ChangeStats:
                 or values["visits"] < values["changes"] - slack):
             raise ValueError("inconsistent")
         version = document.get("v", 1)
-        if version == 1 and not isinstance(version, bool):  # buckets from 1 s: today's index, by their means
-            buckets = _merged((min(BUCKETS - 1, bucket + BUCKET_OFFSET), count, seconds)
-                              for bucket, count, seconds in buckets)
+        if version == 1 and not isinstance(version, bool):
+            # Buckets from 1 s, or this format written back by the previous release (which
+            # keeps the indices and drops "v"): either way each bucket's mean says where it goes.
+            buckets = _merged((_bucket(seconds / count), count, seconds) for _, count, seconds in buckets)
+            if values["visits"] == 0 and document.get("a", 0) > 0:
+                # The previous release kept a first Last-Modified as time watched, not seen:
+                # today it is one observation of that much unchanged time (recrawl._first_date).
+                watched = _checked(document["a"], float)
+                values |= dict(visits=1, unchanged_seconds=watched, observed_seconds=watched)
         elif version != FORMAT or isinstance(version, bool):
             raise ValueError("unknown format")
         buckets.sort()

@@ -184,8 +184,7 @@ class Url(models.Model):
     last_change_at = models.DateTimeField(null=True, blank=True, help_text="last visit that saw a change")
     observed_at = models.DateTimeField(null=True, blank=True, help_text="last visit that saw the page (2xx, 304)")
     observations = models.IntegerField(default=0, db_default=0, help_text=(
-        "revisits that observed change or no change (the exploring ones counted as made when the "
-        "first Last-Modified was old enough to spare them)"))
+        "revisits that observed change or no change"))
     change_stats = models.TextField(blank=True, default="", db_default="", help_text="what the change-rate estimator needs "
                                     "(frontier/changerate.py): a bounded summary, not a history")
     change_rate = models.FloatField(null=True, blank=True, help_text=(

@@ -21,6 +21,7 @@ crawl spent 95 % of its budget and lost a fifth of its gain: docs/benchmarks.md)
 the plan wants later keep their time: the release's budget holds them back anyway.
 """
 
+import math
 import random
 from collections import Counter
 from datetime import datetime, timedelta
@@ -48,11 +49,16 @@ def plan_recrawl(now: datetime | None = None) -> RecrawlPlan:
     policy = settings.CRAWLER_RECRAWL_POLICY
     budget = recrawl._budget()
     pages, first_looks = observed_counts()
-    prior_text, price, planned, explore_freq = "", 0.0, budget, 0.0
+    # explore_freq: what the previous release's workers read for a page they explore
+    prior_text, price, planned, explore_freq = "", 0.0, budget, 1.0 / settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL
     if policy == "optimal":
-        stored = RecrawlPlan.objects.filter(pk=1).values_list("prior", flat=True).first() or ""
-        price, prior = solve(sample(settings.CRAWLER_RECRAWL_PLAN_SAMPLE, pages), pages, stored, budget)
-        prior_text = belief.prior_to_text(recrawl._grid(), prior)
+        before = RecrawlPlan.objects.filter(pk=1).values("prior", "price", "planned").first()
+        sampled = sample(settings.CRAWLER_RECRAWL_PLAN_SAMPLE, pages)
+        if sampled or not before:
+            price, prior, planned = solve(sampled, pages, first_looks, before["prior"] if before else "", budget)
+            prior_text = belief.prior_to_text(recrawl._grid(), prior)
+        else:  # no page found this time (ids far apart): the last plan stands
+            price, planned, prior_text = before["price"], before["planned"], before["prior"]
     elif policy == "oracle":
         solved = _oracle_plan(budget)
         price, planned, explore_freq = solved.price, solved.planned, solved.explore_freq
@@ -65,19 +71,28 @@ def plan_recrawl(now: datetime | None = None) -> RecrawlPlan:
     return plan
 
 
-def solve(sampled: list[tuple[str, int]], pages: int, stored_prior: str, budget: float) -> tuple[float, list[float]]:
-    """The optimal policy's price and prior from a sample of (change_stats, priority) of
-    `pages` observed pages. Pure: bench.recrawlsim calls it too."""
+def solve(sampled: list[tuple[str, int]], pages: int, first_looks: int, stored_prior: str,
+          budget: float) -> tuple[float, list[float], float]:
+    """The optimal policy's price, prior and planned spend (visits a second) from a sample of
+    (change_stats, priority) of `pages` observed pages, `first_looks` of them with nothing
+    known yet. Those are looked at by recrawl.first_look, not by the price: what their looks
+    take (all of them within the shortest interval, at most CRAWLER_RECRAWL_EXPLORE_SHARE of
+    the budget) is set aside, and the price spends the rest on the known pages. Pure:
+    bench.recrawlsim calls it too."""
     rates, freqs = recrawl._grid(), recrawl._frequencies()
     prior = belief.prior_from_text(stored_prior, rates) if stored_prior else belief.flat(rates)
     summaries = {text: changerate.from_text(text) for text, _ in sampled}
-    logliks = {text: belief.log_likelihood(stats, rates) for text, stats in summaries.items()}
-    prior = belief.fit_prior([logliks[text] for text, _ in sampled if recrawl.has_evidence(summaries[text])],
-                             prior, iterations=EM_ITERATIONS)
+    known = [(text, priority) for text, priority in sampled if recrawl.has_evidence(summaries[text])]
+    logliks = {text: belief.log_likelihood(summaries[text], rates) for text, _ in known}
+    prior = belief.fit_prior([logliks[text] for text, _ in known], prior, iterations=EM_ITERATIONS)
     curves = {text: belief.value_curve(belief.posterior(loglik, prior), rates, freqs)
               for text, loglik in logliks.items()}
-    pairs = [(curves[text], recrawl.weight_of(priority)) for text, priority in sampled]
-    return belief.solve_price(pairs, freqs, budget, scale=pages / max(1, len(sampled))), prior
+    pairs = [(curves[text], recrawl.weight_of(priority)) for text, priority in known]
+    looks = min(first_looks / recrawl._bounds()[0], settings.CRAWLER_RECRAWL_EXPLORE_SHARE * budget)
+    scale = (pages - first_looks) / max(1, len(known))
+    price = belief.solve_price(pairs, freqs, max(0.0, budget - looks), scale=scale)
+    planned = looks + scale * sum(belief.frequency(curve, freqs, weight, price) for curve, weight in pairs)
+    return price, prior, planned
 
 
 def observed_counts() -> tuple[int, int]:
@@ -110,7 +125,8 @@ def _at_random(size: int, pages: int, states: tuple, columns: tuple[str, ...]) -
     if lowest is None:
         return []
     found: dict[int, tuple] = {}
-    draw, span = 2 * size, highest - lowest + 1
+    span = highest - lowest + 1
+    draw = min(span, max(2 * size, math.ceil(1.5 * size * span / max(1, pages))))  # by the rows' density
     for _ in range(SAMPLE_ROUNDS):
         ids = random.sample(range(lowest, highest + 1), min(draw, span))
         for chunk in in_chunks(ids):
@@ -118,7 +134,8 @@ def _at_random(size: int, pages: int, states: tuple, columns: tuple[str, ...]) -
         if len(found) >= size or draw >= span:
             break
         draw *= 2
-    return list(found.values())[:size]
+    chosen = list(found.values())  # in the order the database gave them (by state, by id): shuffled
+    return random.sample(chosen, size) if len(chosen) > size else chosen
 
 
 def move_sooner(now: datetime, pages: int) -> int:
@@ -130,10 +147,10 @@ def move_sooner(now: datetime, pages: int) -> int:
 
 
 def sooner(url_id: int, url: str, priority: int, observed_at: datetime, change_stats: str,
-           interval: float | None, due: datetime | None, now: datetime) -> tuple[int, float, datetime] | None:
-    """(id, interval, next visit) when the plan in force shortens a fetched page's interval
-    by more than MOVE_BELOW and brings its visit forward; None otherwise (bench.recrawlsim
-    calls it too)."""
+           interval: float | None, due: datetime | None, now: datetime) -> tuple | None:
+    """(id, interval, next visit, the visit it counts from) when the plan in force shortens a
+    fetched page's interval by more than MOVE_BELOW and brings its visit forward; None
+    otherwise (bench.recrawlsim calls it too)."""
     stats = changerate.from_text(change_stats)
     if not interval or due is None or (settings.CRAWLER_RECRAWL_POLICY == "optimal"
                                        and not recrawl.has_evidence(stats)):
@@ -141,30 +158,31 @@ def sooner(url_id: int, url: str, priority: int, observed_at: datetime, change_s
     before = recrawl.Before(url_id, url, priority, None, observed_at, change_stats, 0, None, interval)
     wanted = recrawl.plan_interval(before, stats, False)
     when = max(now, observed_at + timedelta(seconds=wanted))
-    return (url_id, wanted, when) if wanted < MOVE_BELOW * interval and when < due else None
+    return (url_id, wanted, when, observed_at) if wanted < MOVE_BELOW * interval and when < due else None
 
 
-def _moved(moves: list[tuple[int, float, datetime]]) -> int:
-    """Set (id, interval, next visit) on the rows still fetched and due later than that."""
+def _moved(moves: list[tuple[int, float, datetime, datetime]]) -> int:
+    """Set (id, interval, next visit, …) on the rows still fetched, not visited since (the
+    visit they count from), and due later than that."""
     if not moves:
         return 0
     moves.sort()
-    if connection.vendor == "postgresql":  # the rows locked in id order, their state tested on the lock's version
+    if connection.vendor == "postgresql":  # the rows locked in id order, tested on the lock's version
         with connection.cursor() as cursor:
             cursor.execute(
-                f"""WITH {bulksql.locked(_URLS, columns=("state", "next_fetch_at"))}
+                f"""WITH {bulksql.locked(_URLS, columns=("state", "next_fetch_at", "observed_at"))}
                     UPDATE {_URLS} u SET recrawl_interval = v.seconds, next_fetch_at = v.due
-                    FROM locked JOIN unnest(%b::bigint[], %b::float8[], %b::timestamptz[]) AS v(id, seconds, due)
-                         USING (id)
-                    WHERE u.id = locked.id AND locked.state = %s AND locked.next_fetch_at > v.due""",
-                [[m[0] for m in moves], [m[0] for m in moves], [m[1] for m in moves], [m[2] for m in moves],
-                 UrlState.FETCHED])
+                    FROM locked JOIN unnest(%b::bigint[], %b::float8[], %b::timestamptz[], %b::timestamptz[])
+                         AS v(id, seconds, due, observed) USING (id)
+                    WHERE u.id = locked.id AND locked.state = %s AND locked.next_fetch_at > v.due
+                      AND locked.observed_at = v.observed""",
+                [[m[0] for m in moves], *([m[i] for m in moves] for i in range(4)), UrlState.FETCHED])
             return cursor.rowcount
     moved = 0
     with transaction.atomic():
-        for url_id, seconds, when in moves:
-            moved += Url.objects.filter(id=url_id, state=UrlState.FETCHED, next_fetch_at__gt=when).update(
-                next_fetch_at=when, recrawl_interval=seconds)
+        for url_id, seconds, when, observed_at in moves:
+            moved += Url.objects.filter(id=url_id, state=UrlState.FETCHED, next_fetch_at__gt=when,
+                                        observed_at=observed_at).update(next_fetch_at=when, recrawl_interval=seconds)
     return moved
 
 

@@ -106,7 +106,8 @@ def after_visit(before: Before, observation: str, last_modified: str, now: datet
     first_look = settings.CRAWLER_RECRAWL_POLICY == "optimal" and not known
     late = 0.0 if first_look else _late_by(before, now, interval, seen)
     fields = {
-        "change_stats": changerate.to_text(stats), "change_rate": belief.mean_rate(post, _grid()) * DAY,
+        "change_stats": changerate.to_text(stats),
+        "change_rate": belief.mean_rate(post, _grid()) * DAY if has_evidence(stats) else None,  # not the prior's
         "observations": observations, "last_observation": str(observation), "observed_at": now,
         "recrawl_interval": interval, "next_fetch_at": now + timedelta(seconds=interval - late),
     }
@@ -152,12 +153,14 @@ def _first_date(stats: changerate.ChangeStats, last_modified: str, now: datetime
     """A first visit's Last-Modified: the page has not changed since the date it names (or
     was made then), which is time seen unchanged, up to CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE
     (a date can lie: then it costs one long interval, and the first change a visit sees is
-    judged by the visits). Most of the web changes rarely (Fetterly et al. 2003), and its
-    dates say so before any revisit."""
+    judged by the visits). Not a change at that date: a first date may be the page's birth.
+    Most of the web changes rarely (Fetterly et al. 2003), and its dates say so before any
+    revisit."""
     stated = _stated_age(last_modified, now)
     cap = settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE
-    if stated is None or stated <= 0.0 or cap <= 0.0 or stats.visits or stats.watched_seconds:
-        return stats
+    if (stated is None or stated < settings.CRAWLER_RECRAWL_MIN_INTERVAL or cap <= 0.0
+            or stats.visits or stats.watched_seconds):
+        return stats  # no date, or one too recent to say what a plan could act on (a dynamic page's "now")
     return changerate.observe(stats, min(stated, cap), False)
 
 
@@ -218,13 +221,18 @@ def _grid() -> tuple[float, ...]:
     """The rates beliefs are held over (belief.grid), for the interval bounds in force."""
     bounds = _bounds()
     if bounds not in _grids:
-        _grids.clear()
+        if len(_grids) > 8:
+            _grids.clear()
         _grids[bounds] = belief.grid(*bounds)
     return _grids[bounds]
 
 
 def _frequencies() -> tuple[float, ...]:
-    return belief.frequencies(*_bounds())
+    """The frequencies marginal values are tabulated at (belief.frequencies), for the bounds."""
+    bounds = ("freqs", *_bounds())
+    if bounds not in _grids:
+        _grids[bounds] = belief.frequencies(*bounds[1:])
+    return _grids[bounds]
 
 
 def plan_interval(before: Before, stats: changerate.ChangeStats, changed: bool,

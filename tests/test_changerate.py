@@ -270,15 +270,25 @@ def test_valid_text_is_read():
 def test_a_summary_written_before_the_sub_second_buckets_is_read_into_them_by_its_means():
     # format 1 (no "v"): bucket b held [2^(b/2), 2^((b+1)/2)) s, everything under a second in 0
     old = from_text('{"n":4,"x":3,"u":86400,"k":0,"s":0,"t":259200,"h":[[0,1,0.5],[32,1,86400],[59,1,9e9]]}')
-    assert old.changed == ((10, 1, 0.5), (42, 1, 86400.0), (59, 1, 9e9))  # today's index of the same lengths
-    assert old.changed[1][0] == changerate._bucket(86400.0)
+    assert old.changed == ((8, 1, 0.5), (42, 1, 86400.0), (59, 1, 9e9))  # today's index of each mean
+    assert [changerate._bucket(s) for s in (0.5, 86400.0, 9e9)] == [8, 42, 59]
     assert estimate(old) == pytest.approx(estimate(ChangeStats(4, 3, 86400.0, ((0, 1, 0.5), (32, 1, 86400.0),
                                                                                (59, 1, 9e9)), 0, 0.0, 259200.0)))
-    # buckets that land on one index (the longest) are summed
+    # buckets that land on one index are summed
     assert from_text('{"n":2,"x":2,"u":0,"k":0,"s":0,"t":2e10,"h":[[50,1,1e10],[59,1,1e10]]}').changed == \
         ((59, 2, 2e10),)
     assert from_text(to_text(old)) == old  # written as format 2, read back as it is
-    assert from_text('{"v":3,"n":0,"x":0,"u":0,"k":0,"s":0,"t":0,"h":[]}') == ChangeStats()  # a later format
+    # A worker of the previous release writes today's summary back without "v", keeping its
+    # indices: read by their means, they stay where they are (not ten half-octaves up)
+    today = to_text(observe(observe(ChangeStats(), DAY, True), 7 * DAY, True))
+    assert from_text(today.replace('"v":2,', "")).changed == from_text(today).changed
+    # The previous release kept an old first Last-Modified as a month watched, not seen: one
+    # observation of a month unchanged today (recrawl._first_date)
+    dated = from_text('{"n":0,"x":0,"u":0,"k":0,"s":0,"t":0,"a":2592000,"h":[]}')
+    assert (dated.visits, dated.unchanged_seconds, dated.observed_seconds) == (1, 2592000.0, 2592000.0)
+    later = '{"v":3,"n":4,"x":3,"u":86400,"k":0,"s":0,"t":259200,"a":259200,"h":[[42,3,172800]]}'
+    assert from_text(later) == ChangeStats()  # a later format: nothing known, rather than misread
+    assert from_text(later.replace('"v":3', '"v":2')) != ChangeStats()
     # under a second, the buckets go on by half octaves down to 1/32 s
     assert [changerate._bucket(s) for s in (0.01, 1 / 32, 0.5, 0.99, 1.0, 86400.0)] == [0, 0, 8, 9, 10, 42]
 

@@ -335,6 +335,8 @@ def test_a_first_visit_counts_its_last_modified_as_time_seen_unchanged_up_to_a_m
     assert changerate.from_text(first_visit(7)["change_stats"]).unchanged_seconds == pytest.approx(7 * 86400, abs=1)
     undated = first_visit()
     assert undated["change_stats"] == "" and undated["recrawl_interval"] == settings.CRAWLER_RECRAWL_MIN_INTERVAL
+    assert undated["change_rate"] is None and old["change_rate"] > 0  # nothing seen: no rate, not the prior's
+    assert first_visit(0.01)["change_stats"] == ""  # 15 minutes: a dynamic page's "now" says nothing
     assert old["recrawl_interval"] > 7 * 86400  # watched a month unchanged: not looked at again soon
     settings.CRAWLER_RECRAWL_FIRST_LAST_MODIFIED_AGE = 0  # off
     assert first_visit(400)["change_stats"] == ""
@@ -590,7 +592,7 @@ def test_beat_tasks_release_due_urls_in_batches_and_plan(site, settings):
     assert RecrawlPlan.objects.get().pages == 10
 
 
-def test_the_plan_spends_the_budget_within_the_bounds(site, settings):
+def test_the_plan_spends_the_budget_within_the_bounds(site, settings, monkeypatch):
     settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 86400 * 2  # two revisits a second for 40 pages
     settings.CRAWLER_RECRAWL_MIN_INTERVAL = 1.0
     settings.CRAWLER_RECRAWL_MAX_INTERVAL = 300.0
@@ -635,6 +637,23 @@ def test_the_plan_spends_the_budget_within_the_bounds(site, settings):
     assert all(moved[url] == pytest.approx(wanted[url]) for url in moved)
     assert all(at == max(later, now + timedelta(seconds=moved[url])) for url, at in Url.objects.filter(
         url__in=moved).values_list("url", "next_fetch_at"))
+    # a page released, or visited, after the plan read it is left as it is
+    Url.objects.update(recrawl_interval=300.0, next_fetch_at=now + timedelta(seconds=300))
+    moved_ids = {}
+
+    def released_meanwhile(moves, original=planning._moved):
+        (first, second, *_) = sorted(moves)
+        Url.objects.filter(id=first[0]).update(state="queued")
+        Url.objects.filter(id=second[0]).update(observed_at=later)
+        moved_ids.update(first=first[0], second=second[0])
+        return original(moves)
+
+    monkeypatch.setattr(planning, "_moved", released_meanwhile)
+    frontier.plan_recrawl(now=later)
+    monkeypatch.undo()
+    untouched = Url.objects.filter(id__in=moved_ids.values())
+    assert [i for i in untouched.values_list("recrawl_interval", flat=True)] == [300.0, 300.0]
+    assert Url.objects.filter(next_fetch_at__lt=now + timedelta(seconds=299)).count() == len(sooner) - 2
     # at most CRAWLER_RECRAWL_RELEASE_BATCH pages (at random) are looked at a plan
     Url.objects.update(recrawl_interval=300.0, next_fetch_at=now + timedelta(seconds=300))
     settings.CRAWLER_RECRAWL_RELEASE_BATCH = 5
@@ -659,16 +678,23 @@ def test_the_plan_samples_a_large_crawl_and_spends_its_budget(settings):
         next_fetch_at=now + timedelta(days=rng.uniform(0, 30))) for i in range(6000)])
     observed = list(Url.objects.filter(state__in=("fetched", "queued")).values_list("url", "change_stats", "priority"))
     assert planning.observed_counts() == (len(observed), 0)
-    sampled = planning.sample(1000, len(observed))
-    assert len(sampled) == 1000 and set(sampled) <= {row[1:] for row in observed}  # observed pages only: no gone ones
+    states = dict(Url.objects.values_list("id", "state"))
+    picked = planning._at_random(1000, len(observed), planning.OBSERVED, ())
+    assert len(picked) == 1000 and {states[url_id] for url_id, in picked} == {"fetched", "queued"}  # no gone ones
+    assert sum(states[url_id] == "queued" for url_id, in picked) == pytest.approx(333, abs=60)  # as many as there are
+    assert sorted(url_id for url_id, in picked) != [url_id for url_id, in picked]  # not the database's order
+    highest = max(states)
+    assert sum(url_id > highest / 2 for url_id, in picked) == pytest.approx(500, abs=80)  # the high ids as often
 
     def spend():  # revisits a day, every observed page at the plan's interval
         return 86400 * sum(1 / recrawl.plan_interval(recrawl.Before(0, url, priority, None, now, text, 3, None, None),
                                                      changerate.from_text(text), False)
                            for url, text, priority in observed)
 
-    assert planning.plan_recrawl(now=now).pages == len(observed)
-    assert spend() == pytest.approx(600, rel=0.02)  # every page read: the budget, to the table's precision
+    settings.CRAWLER_RECRAWL_PLAN_SAMPLE = 10_000
+    plan = planning.plan_recrawl(now=now)
+    assert plan.pages == len(observed)
+    assert spend() == pytest.approx(600, rel=0.02) == plan.planned * 86400  # every page read: the budget
     settings.CRAWLER_RECRAWL_PLAN_SAMPLE = 1000
     for _ in range(3):
         planning.plan_recrawl(now=now)

@@ -173,11 +173,11 @@ class Simulation:
         if self.before_plan is not None:
             self.before_plan(observed)
         pages = len(observed)
-        first_looks = sum(1 for p in observed if not p.row.get("observations") and not p.row.get("change_stats"))
+        first_looks = sum(1 for p in observed if not p.row.get("change_stats"))  # planning.observed_counts
         price, prior = 0.0, ()
         if policy == "optimal":
-            price, fitted = planning.solve([(p.row["change_stats"], p.priority) for p in observed], pages,
-                                           self.prior_text, budget)
+            price, fitted, _ = planning.solve([(p.row["change_stats"], p.priority) for p in observed], pages,
+                                              first_looks, self.prior_text, budget)
             self.prior_text = belief.prior_to_text(recrawl._grid(), fitted)
             prior = tuple(fitted)
         elif policy == "oracle":
