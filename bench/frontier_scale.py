@@ -172,7 +172,7 @@ def preload_fetched(urls: int, hosts: int = 10_000) -> None:
                       s.n, '', s.rate, now() - random() * interval '2 days', s.seconds
                FROM generate_series(1, %s) AS i,
                LATERAL (SELECT 1 + i %% 7 AS n, 86400.0 * (1 + i %% 30) AS seconds, power(2, random() * 16 - 8) AS rate) v,
-               LATERAL (SELECT round(v.n * (1 - exp(-v.rate * v.seconds / 86400)))::int AS x) c,
+               LATERAL (SELECT round(v.n * (1 - exp(-least(v.rate * v.seconds / 86400, 50))))::int AS x) c,
                LATERAL (SELECT v.n, v.seconds, v.rate,
                         format('{"v":2,"n":%%s,"x":%%s,"u":%%s,"k":0,"s":0,"t":%%s,"a":%%s,"h":[%%s]}',
                                v.n, c.x, (v.n - c.x) * v.seconds, v.n * v.seconds, v.n * v.seconds,
