@@ -190,10 +190,16 @@ def _moved(moves: list[tuple[int, float, datetime, datetime]]) -> int:
 # --- the oracle (benchmarks): the true rates, row by row ------------------------------------
 
 def _oracle_plan(budget: float) -> changerate.Plan:
+    rows = Url.objects.filter(state__in=OBSERVED).exclude(observed_at=None).values_list("url", "priority")
+    return oracle_solve(rows.iterator(chunk_size=5000), budget)
+
+
+def oracle_solve(pages, budget: float) -> changerate.Plan:
+    """The oracle's plan for (url, priority) pairs, by their true rates. Pure:
+    bench.recrawlsim calls it too."""
     low, high = recrawl._bounds()
     counts = Counter()
-    rows = Url.objects.filter(state__in=OBSERVED).exclude(observed_at=None).values_list("url", "priority")
-    for url, priority in rows.iterator(chunk_size=5000):
+    for url, priority in pages:
         counts[(recrawl._rate_class(recrawl.oracle_rate(url, 0.0) * recrawl.DAY), priority)] += 1
     groups = [changerate.Group(rate, recrawl.weight_of(priority), n) for (rate, priority), n in counts.items()]
     return changerate.solve_price(groups, budget, min_interval=low, max_interval=high,

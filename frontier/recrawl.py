@@ -34,6 +34,7 @@ weighs in through the score (frontier/importance.py): weight = CRAWLER_RECRAWL_P
 """
 
 import email.utils
+import functools
 import hashlib
 import json
 import math
@@ -101,13 +102,13 @@ def after_visit(before: Before, observation: str, last_modified: str, now: datet
             seen = None  # a clock that went back: no observation
     elif before.observed_at is None:
         stats = _first_date(stats, last_modified, now)
-    post = believed(stats)
+    post = believed(stats) if has_evidence(stats) else None  # nothing to believe yet: no posterior
     interval = plan_interval(before, stats, observation.saw_change, post)
     first_look = settings.CRAWLER_RECRAWL_POLICY == "optimal" and not known
     late = 0.0 if first_look else _late_by(before, now, interval, seen)
     fields = {
         "change_stats": changerate.to_text(stats),
-        "change_rate": belief.mean_rate(post, _grid()) * DAY if has_evidence(stats) else None,  # not the prior's
+        "change_rate": belief.mean_rate(post, _grid()) * DAY if post is not None else None,  # not the prior's
         "observations": observations, "last_observation": str(observation), "observed_at": now,
         "recrawl_interval": interval, "next_fetch_at": now + timedelta(seconds=interval - late),
     }
@@ -214,25 +215,18 @@ def _bounds() -> tuple[float, float]:
     return low, max(low, settings.CRAWLER_RECRAWL_MAX_INTERVAL)
 
 
-_grids: dict = {}
-
-
 def _grid() -> tuple[float, ...]:
     """The rates beliefs are held over (belief.grid), for the interval bounds in force."""
-    bounds = _bounds()
-    if bounds not in _grids:
-        if len(_grids) > 8:
-            _grids.clear()
-        _grids[bounds] = belief.grid(*bounds)
-    return _grids[bounds]
+    return _grid_for(*_bounds())
 
 
 def _frequencies() -> tuple[float, ...]:
     """The frequencies marginal values are tabulated at (belief.frequencies), for the bounds."""
-    bounds = ("freqs", *_bounds())
-    if bounds not in _grids:
-        _grids[bounds] = belief.frequencies(*bounds[1:])
-    return _grids[bounds]
+    return _frequencies_for(*_bounds())
+
+
+_grid_for = functools.lru_cache(maxsize=8)(belief.grid)
+_frequencies_for = functools.lru_cache(maxsize=8)(belief.frequencies)
 
 
 def plan_interval(before: Before, stats: changerate.ChangeStats, changed: bool,

@@ -17,3 +17,5 @@ windows (what learning the rates costs early); visits a day and freshness by tru
 An experiment can patch the crawler's code in each run: RECRAWLSIM_EXPERIMENT=file.py, a
 module with install(sim), loaded after the simulation is built (runner.py).
 """
+
+WINDOW_DAYS = 6.0  # simulated days of each by-window freshness (sim.py, the tables of __main__.py)

@@ -13,8 +13,7 @@ import sys
 from bench import freshness
 
 from .runner import run_one
-
-POLICIES = ("optimal", "uniform", "adaptive", "oracle")
+from . import WINDOW_DAYS
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -35,8 +34,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     first, _, last = args.seeds.partition("-")
     args.seeds = list(range(int(first), int(last) + 1)) if last else [int(s) for s in args.seeds.split(",")]
     args.policies = [p.strip() for p in args.policies.split(",") if p.strip()]
-    if set(args.policies) - set(POLICIES):
-        parser.error(f"--policies: choose among {', '.join(POLICIES)}")
+    if set(args.policies) - set(freshness.POLICIES):
+        parser.error(f"--policies: choose among {', '.join(freshness.POLICIES)}")
     args.set = freshness.crawler_settings(parser, args.set)
     if args.day_seconds is None:
         args.day_seconds = max(2.0, freshness.budget_per_sim_day(args) / freshness.MAX_FETCH_RATE)
@@ -87,7 +86,7 @@ def window_table(args, by: dict) -> str:
     """Freshness by WINDOW_DAYS (uniform, oracle) and each other policy's share of the
     oracle's gain in it (over the seeds' summed gains)."""
     windows = len(by[(args.policies[0], args.seeds[0])]["by_window"])
-    lines = ["| policy | " + " | ".join(f"days {6 * k}-{6 * k + 6}" for k in range(windows)) + " |",
+    lines = ["| policy | " + " | ".join(f"days {WINDOW_DAYS * k:g}-{WINDOW_DAYS * (k + 1):g}" for k in range(windows)) + " |",
              "|---|" + "---|" * windows]
     for policy in args.policies:
         cells = []

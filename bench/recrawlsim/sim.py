@@ -26,15 +26,16 @@ from email.utils import formatdate
 from django.conf import settings
 
 from bench.changeweb.model import ChangeConfig, ChangeWeb
-from frontier import belief, changerate, planning, recrawl
+from bench.freshness import WARMUP_SHARE  # the same steady window as the real bench
+from frontier import belief, planning, recrawl
 from frontier.vocabulary import Observation
+
+from . import WINDOW_DAYS
 
 DAY = 86400.0
 INDEX_PRIORITY = 40    # the seed: depth 0, home page (frontier/importance.py)
 PAGE_PRIORITY = -10    # one link below it
 STORE_LAG = 0.15       # real seconds from a response to its stored copy (the writer's commit)
-WARMUP_SHARE = 0.1     # bench.freshness's
-WINDOW_DAYS = 6.0      # by_window's
 
 
 @dataclass
@@ -181,14 +182,7 @@ class Simulation:
             self.prior_text = belief.prior_to_text(recrawl._grid(), fitted)
             prior = tuple(fitted)
         elif policy == "oracle":
-            low, high = recrawl._bounds()
-            counts: dict = {}
-            for p in observed:
-                key = (recrawl._rate_class(recrawl.oracle_rate(p.url, 0.0) * DAY), p.priority)
-                counts[key] = counts.get(key, 0) + 1
-            groups = [changerate.Group(rate, recrawl.weight_of(priority), n) for (rate, priority), n in counts.items()]
-            price = changerate.solve_price(groups, budget, min_interval=low, max_interval=high,
-                                           explore_interval=settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL).price
+            price = planning.oracle_solve(((p.url, p.priority) for p in observed), budget).price
         self.plan = recrawl.PlanView(math.inf if pages == 0 else price, 0.0, pages, prior, first_looks)
         if policy == "adaptive" or not pages:
             return
