@@ -617,7 +617,9 @@ def test_the_plan_spends_the_budget_within_the_bounds(site, settings, monkeypatc
     fastest = by_rate.index(min(by_rate))
     assert min(by_rate[:5]) > 10 * by_rate[fastest]  # never seen changing: seldom (not never: maybe slow)
     assert 5 < fastest < len(by_rate) - 3  # visits rise with the rate, then fall: the fastest get fewer
-    assert by_rate[-1] == 300.0
+    # too fast to follow at 10 s: fewer visits than even the pages never seen changing (not
+    # quite the longest interval: the crawl's prior keeps a little room for slower rates)
+    assert by_rate[-1] > max(by_rate[:5]) and by_rate[-1] > 50 * by_rate[fastest]
     # a larger budget lowers the price: the visits the plan now wants a tenth sooner or more
     # come sooner, at the plan's interval; a URL released meanwhile is left alone
     settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 86400 * 8
