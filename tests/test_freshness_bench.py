@@ -3,6 +3,7 @@ well-formed and meaningful.  Which policy wins is not asserted: at this size it 
 
 import contextlib
 import json
+import math
 import os
 import sqlite3
 import subprocess
@@ -78,6 +79,7 @@ def test_a_small_run_reports_meaningful_figures(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "| policy | freshness |" in proc.stdout
     assert f"Later half of the window (simulated days {(0.1 * DAYS + DAYS) / 2:g} to {DAYS:g}): freshness optimal " in proc.stdout
+    assert "Expected freshness of the visits made (the true rates;" in proc.stdout
     report = json.loads((tmp_path / "freshness.json").read_text())
     assert list(report["policies"]) == ["optimal", "uniform"]
     budget = report["budget_per_sim_day"]
@@ -86,6 +88,7 @@ def test_a_small_run_reports_meaningful_figures(tmp_path):
     for policy, result in report["policies"].items():
         assert 0 < result["freshness"] <= 1, policy
         assert 0 < result["later_freshness"] <= 1, policy  # the later half of the window alone
+        assert 0 < result["expected_freshness"] <= 1, policy  # what the visits buy under the true rates
         assert result["later_gain_over_uniform"] == pytest.approx(
             result["later_freshness"] - report["policies"]["uniform"]["later_freshness"])
         assert result["age_days"] >= 0 and result["samples"] > 10
@@ -103,3 +106,31 @@ def test_a_small_run_reports_meaningful_figures(tmp_path):
         with contextlib.closing(sqlite3.connect(tmp_path / policy / "crawl.sqlite3")) as db:
             stored = {url for (url,) in db.execute("SELECT address FROM indexer_document")}
         assert len(stored) == HOSTS * (PAGES + 1) and stored <= rates
+
+
+def test_the_expected_freshness_of_regular_visits_is_cho_and_garcia_molinas():
+    """Every page visited every T seconds from the window's start: each page's expected
+    freshness is (1 - e^(-λT)) / (λT), whatever its changes did; a page never visited counts
+    stale, a failed request is no visit, and a copy fetched before the window counts in it."""
+    from urllib.parse import urlsplit
+
+    from bench.changeweb.model import ChangeConfig
+    from bench.changeweb.truth import Truth
+    from frontier import changerate
+
+    truth = Truth(ChangeConfig(hosts=2, pages_per_host=20, seed=3, day_seconds=1.0), epoch=0.0)
+    pages = list(truth.pages())
+    window, period = (10.0, 30.0), 2.5
+    requests = []
+    for page in pages[1:]:
+        where = urlsplit(page.url)
+        requests += [freshness.Request(10.0 + period * k, where.netloc, where.path, 200, 0) for k in range(8)]
+    skipped = urlsplit(pages[0].url)  # pages[0]: only a failed request, and one before the window
+    requests.append(freshness.Request(12.0, skipped.netloc, skipped.path, 503, 0))
+    expected = sum(changerate.freshness(p.rate_per_day, 1 / period) for p in pages[1:]) / len(pages)
+    assert freshness.expected_freshness(requests, truth, window) == pytest.approx(expected)
+    assert 0.0 < expected < (len(pages) - 1) / len(pages)  # some pages change
+    requests.append(freshness.Request(9.0, skipped.netloc, skipped.path, 200, 0))
+    rate = pages[0].rate_per_day
+    before = (math.exp(-rate * 1.0) - math.exp(-rate * 21.0)) / rate if rate else 20.0
+    assert freshness.expected_freshness(requests, truth, window) == pytest.approx(expected + before / 20 / len(pages))

@@ -26,6 +26,18 @@ def test_a_stored_copy_is_fresh_from_its_store_to_the_next_change_or_store():
     assert Simulation.fresh_spans(None, stale) == []
 
 
+def test_the_expected_freshness_counts_each_copy_from_its_response_under_the_true_rate():
+    from types import SimpleNamespace
+    page = Page("http://h/p", 0, 0, 0.5, (), True, -10)        # 0.5 a simulated day of 2 s: 0.25 a second
+    never = Page("http://h/q", 0, 1, 0.0, (), True, -10)
+    index = Page("http://h/", 0, None, 0.0, (), True, 40)       # not scored
+    sim = SimpleNamespace(day_seconds=2.0, end=20.0, scored=[page, never],
+                          fetch_times=[(1.0, page), (1.0, index), (8.0, never), (12.0, page)])
+    rate = 0.25
+    within = (math.exp(-rate * 3.0) - math.exp(-rate * 11.0)) / rate + (1 - math.exp(-rate * 8.0)) / rate
+    assert Simulation.expected_fresh_time(sim, 4.0) == pytest.approx(within + 12.0)  # never: from its fetch at 8
+
+
 def test_the_simulation_runs_the_policies_and_the_oracle_beats_uniform():
     out = subprocess.run(
         [sys.executable, "-m", "bench.recrawlsim", "--budget-ratio", "0.3", "--seeds", "1", "--hosts", "4",
@@ -40,3 +52,4 @@ def test_the_simulation_runs_the_policies_and_the_oracle_beats_uniform():
     assert fresh["oracle"] > fresh["uniform"] and 0.3 < fresh["uniform"] < 1
     assert 85 <= spent["uniform"] <= 101 and 85 <= spent["optimal"] <= 101
     assert rows["uniform"][3].startswith("0%") and rows["oracle"][3].startswith("100%")
+    assert rows["uniform"][5].startswith("0%") and rows["oracle"][5].startswith("100%")  # the expected's share

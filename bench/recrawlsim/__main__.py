@@ -66,19 +66,24 @@ def _share(by: dict, policy: str, seed: int, pick) -> float | None:
 
 def summary_table(args, by: dict) -> str:
     lines = ["| policy | freshness (mean) | later half | of budget | share of the oracle's gain: mean, sd, least"
-             " (by seed) | later half's share |", "|---|---|---|---|---|---|"]
+             " (by seed) | later half's share | expected freshness's share: mean, least (by seed) |",
+             "|---|---|---|---|---|---|---|"]
     for policy in args.policies:
         rows = [by[(policy, seed)] for seed in args.seeds]
         shares = [_share(by, policy, seed, lambda r: r["freshness"]) for seed in args.seeds]
         later = [_share(by, policy, seed, lambda r: r["later_freshness"]) for seed in args.seeds]
-        share, later_share = "-", "-"
+        expected = [_share(by, policy, seed, lambda r: r["expected_freshness"]) for seed in args.seeds]
+        share, later_share, expected_share = "-", "-", "-"
         if None not in shares:
             share = (f"{statistics.mean(shares):.0%}, {statistics.pstdev(shares):.0%}, {min(shares):.0%}"
                      f" ({' '.join(f'{x:.0%}' for x in shares)})")
             later_share = f"{statistics.mean(later):.0%}"
+            expected_share = (f"{statistics.mean(expected):.0%}, {min(expected):.0%}"
+                              f" ({' '.join(f'{x:.0%}' for x in expected)})")
         lines.append(f"| {policy} | {statistics.mean(r['freshness'] for r in rows):.4f}"
                      f" | {statistics.mean(r['later_freshness'] for r in rows):.4f}"
-                     f" | {statistics.mean(r['budget_used'] for r in rows):.0%} | {share} | {later_share} |")
+                     f" | {statistics.mean(r['budget_used'] for r in rows):.0%} | {share} | {later_share}"
+                     f" | {expected_share} |")
     return "\n".join(lines)
 
 

@@ -60,6 +60,7 @@ class Page:
 class Result:
     freshness: float
     later_freshness: float
+    expected_freshness: float  # what the visits buy under the true rates (bench.freshness.expected_freshness)
     fetches_per_day: float
     budget_used: float
     visits_by_class: dict
@@ -240,6 +241,7 @@ class Simulation:
         visits.update(rate_class(page.rate) for page in steady if page.page is not None)
         n = len(self.scored)
         return Result(freshness=fresh / n / (self.end - start), later_freshness=later / n / (self.end - middle),
+                      expected_freshness=self.expected_fresh_time(start) / n / (self.end - start),
                       fetches_per_day=len(steady) / window_days,
                       budget_used=len(steady) / window_days / self.budget_per_day,
                       visits_by_class={name: visits[name] / pages[name] / window_days if pages[name] else None
@@ -247,6 +249,24 @@ class Simulation:
                       fresh_by_class={name: fresh_by[name] / pages[name] if pages[name] else None
                                       for name, _, _ in RATE_CLASSES},
                       by_window=[f / n for f in by_window])
+
+    def expected_fresh_time(self, start: float) -> float:
+        """Σ over pages of the expected fresh seconds from `start` to the end, each copy counted
+        from its response (bench.freshness.expected_freshness, the same arithmetic)."""
+        visits: dict[int, list[float]] = {}
+        for t, page in self.fetch_times:
+            if page.page is not None:
+                visits.setdefault(id(page), []).append(t)
+        total = 0.0
+        for page in self.scored:
+            rate = page.rate / self.day_seconds
+            times = visits.get(id(page), [])
+            for k, at in enumerate(times):
+                low, high = max(at, start), min(times[k + 1] if k + 1 < len(times) else self.end, self.end)
+                if high > low:
+                    total += (high - low) if rate == 0.0 else (
+                        math.exp(-rate * (low - at)) - math.exp(-rate * (high - at))) / rate
+        return total
 
     def fresh_spans(self, page: Page) -> list[tuple[float, float]]:
         """Where the stored copy is the live page: from each store to the next store or the
