@@ -5,6 +5,7 @@ mid-crawl and see the crawl complete through lease expiry."""
 import signal
 
 import pytest
+from django.conf import settings
 
 from bench.cluster import wait_until_done as wait_for_quiet
 from frontier import service
@@ -57,6 +58,9 @@ def test_it_loses_no_url_when_a_worker_is_killed_mid_crawl(tmp_path, fresh_index
             assert killed.done, "the crawl finished before the worker could be killed"
             assert running.procs["worker0"].wait(timeout=5) == -signal.SIGKILL
     report = audit(web)
-    # Nothing lost and still polite; a URL the dead worker had in flight may be fetched again.
+    # Nothing lost and still polite; a URL the dead worker had fetched and not yet written is
+    # fetched again, once: what its writer held, at most a commit group (under the full suite's
+    # load 17 were seen, alone 0-16).
     assert_complete_and_polite(web, report, allow_duplicates=True)
-    assert sum(report["duplicate_fetches"].values()) - len(report["duplicate_fetches"]) <= 16
+    assert set(report["duplicate_fetches"].values()) <= {2}
+    assert len(report["duplicate_fetches"]) <= settings.CRAWLER_COMMIT_GROUP_PAGES
