@@ -115,8 +115,6 @@ def fit_prior(logliks: list[list[float]], start: list[float], iterations: int = 
     """EM for the mixing distribution over the grid, from `start` (the last plan's prior:
     a few iterations a plan keep it current), with `smoothing` × the pages as pseudo-pages
     spread evenly over the grid."""
-    if not logliks:
-        return list(start)
     n = len(start)
     rows = []
     for loglik in logliks:

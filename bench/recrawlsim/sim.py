@@ -26,7 +26,7 @@ from email.utils import formatdate
 from django.conf import settings
 
 from bench.changeweb.model import ChangeConfig, ChangeWeb
-from bench.freshness import WARMUP_SHARE  # the same steady window as the real bench
+from bench.freshness import WARMUP_SHARE, expected_fresh_seconds  # the real bench's window and arithmetic
 from frontier import belief, planning, recrawl
 from frontier.vocabulary import Observation
 
@@ -252,21 +252,13 @@ class Simulation:
 
     def expected_fresh_time(self, start: float) -> float:
         """Σ over pages of the expected fresh seconds from `start` to the end, each copy counted
-        from its response (bench.freshness.expected_freshness, the same arithmetic)."""
+        from its response (bench.freshness.expected_freshness)."""
         visits: dict[int, list[float]] = {}
         for t, page in self.fetch_times:
             if page.page is not None:
                 visits.setdefault(id(page), []).append(t)
-        total = 0.0
-        for page in self.scored:
-            rate = page.rate / self.day_seconds
-            times = visits.get(id(page), [])
-            for k, at in enumerate(times):
-                low, high = max(at, start), min(times[k + 1] if k + 1 < len(times) else self.end, self.end)
-                if high > low:
-                    total += (high - low) if rate == 0.0 else (
-                        math.exp(-rate * (low - at)) - math.exp(-rate * (high - at))) / rate
-        return total
+        return sum(expected_fresh_seconds(visits.get(id(page), []), page.rate / self.day_seconds, start, self.end)
+                   for page in self.scored)
 
     def fresh_spans(self, page: Page) -> list[tuple[float, float]]:
         """Where the stored copy is the live page: from each store to the next store or the
