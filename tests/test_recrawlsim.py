@@ -53,3 +53,25 @@ def test_the_simulation_runs_the_policies_and_the_oracle_beats_uniform():
     assert 85 <= spent["uniform"] <= 101 and 85 <= spent["optimal"] <= 101
     assert rows["uniform"][3].startswith("0%") and rows["oracle"][3].startswith("100%")
     assert rows["uniform"][5].startswith("0%") and rows["oracle"][5].startswith("100%")  # the expected's share
+
+
+def test_a_host_session_takes_urls_released_while_it_holds_the_host_but_none_twice():
+    import random
+    from types import SimpleNamespace
+    from bench.recrawlsim.sim import HostSession
+    pages = [Page(f"http://h{h}.test/page/{k}", h, k, 1.0, (), True, -10) for h in (0, 1) for k in range(3)]
+    busy = HostSession(start=4.0, last=4.7, free=4.95, taken={5})   # host 1: a session until 4.95
+    sim = SimpleNamespace(pages=pages, rng=random.Random(1), lag=0.0, session_tail=0.25, host_sessions=[None, busy])
+    # host 0 has no session: one begins at once, its URLs one after the other; host 1's takes
+    # page 3 after its own URLs
+    assert dict(Simulation.sessions(sim, 1.0, [0, 1, 3])) == {0: 1.0, 1: pytest.approx(1.03), 3: pytest.approx(4.73)}
+    assert (busy.last, busy.free, busy.taken) == (pytest.approx(4.73), pytest.approx(4.98), {3, 5})
+    first = sim.host_sessions[0]
+    assert (first.start, first.free, first.taken) == (1.0, pytest.approx(1.28), {0, 1})
+    # released while host 0's session holds the host: taken by it; one it fetched already
+    # (a page's first look during its first crawl) waits for the next session
+    assert Simulation.sessions(sim, 1.1, [2]) == [(2, pytest.approx(1.1))]
+    assert Simulation.sessions(sim, 1.2, [0]) == [(0, pytest.approx(1.35))]
+    assert sim.host_sessions[0].taken == {0} and sim.host_sessions[0].free == pytest.approx(1.6)
+    assert Simulation.sessions(sim, 2.0, [1]) == [(1, 2.0)]  # after the host was given back: a new session
+    assert [p.state for p in pages] == ["queued", "queued", "queued", "queued", "new", "new"]

@@ -12,8 +12,8 @@ import sys
 
 from bench import freshness
 
+from . import FIRST_SPACING, LAG, SESSION_TAIL, WINDOW_DAYS
 from .runner import run_one
-from . import WINDOW_DAYS
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -26,8 +26,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--pages", type=int, default=25)
     parser.add_argument("--day-seconds", type=float, default=None)
     parser.add_argument("--history-days", type=float, default=0.0)
-    parser.add_argument("--lag", type=float, default=0.3,
-                        help="mean real seconds from a release to the response (exponential)")
+    parser.add_argument("--lag", type=float, default=LAG,
+                        help="mean real seconds from a release to its session's first request (exponential)")
+    parser.add_argument("--session-tail", type=float, default=SESSION_TAIL,
+                        help="seconds a host session holds its host after its last response (0: no sessions, "
+                             "each URL answers after its own lag: with --lag 0.3 --first-spacing 0.035, the "
+                             "model before sessions)")
+    parser.add_argument("--first-spacing", type=float, default=FIRST_SPACING,
+                        help="seconds between a host's pages in the first crawl")
     parser.add_argument("--set", action="append", default=[], metavar="CRAWLER_NAME=VALUE")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     args = parser.parse_args(argv)
@@ -37,8 +43,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     if set(args.policies) - set(freshness.POLICIES):
         parser.error(f"--policies: choose among {', '.join(freshness.POLICIES)}")
     args.set = freshness.crawler_settings(parser, args.set)
+    if min(args.lag, args.session_tail, args.first_spacing) < 0:
+        parser.error("--lag, --session-tail and --first-spacing must be >= 0")
     if args.day_seconds is None:
-        args.day_seconds = max(2.0, freshness.budget_per_sim_day(args) / freshness.MAX_FETCH_RATE)
+        args.day_seconds = freshness.default_day_seconds(args)
     return args
 
 
@@ -50,7 +58,8 @@ def main(argv=None) -> int:
         results = list(pool.map(run_one, jobs))
     by = {(r["policy"], r["seed"]): r for r in results}
     print(f"budget {args.budget_ratio:g}, {args.hosts}x{args.pages} pages, day {args.day_seconds:g} s, "
-          f"{args.days:g} days, lag {args.lag:g} s, seeds {args.seeds[0]}..{args.seeds[-1]}"
+          f"{args.days:g} days, lag {args.lag:g} s, session tail {args.session_tail:g} s, "
+          f"first crawl {args.first_spacing:g} s a page, seeds {args.seeds[0]}..{args.seeds[-1]}"
           + "".join(f", {k}={v}" for k, v in args.set.items()))
     print(summary_table(args, by) + "\n\n" + window_table(args, by) + "\n\n" + class_table(args, by))
     return 0

@@ -22,7 +22,8 @@ def run_one(job: tuple) -> dict:
         django.setup()
         from .sim import Simulation
         sim = Simulation(hosts=args.hosts, pages=args.pages, seed=seed, day_seconds=args.day_seconds, days=args.days,
-                         budget_ratio=args.budget_ratio, history_days=args.history_days, lag=args.lag)
+                         budget_ratio=args.budget_ratio, history_days=args.history_days, lag=args.lag,
+                         session_tail=args.session_tail, first_spacing=args.first_spacing)
         experiment = os.environ.get("RECRAWLSIM_EXPERIMENT")  # a file with install(sim): a prototype
         if experiment:
             import importlib.util
