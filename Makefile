@@ -86,7 +86,7 @@ bench-quick: setup bench-services
 bench-services:
 	./scripts/services.sh --statements
 
-# Recrawl policies at one budget on a web whose pages change at known rates (about 12 minutes).
+# Recrawl policies at one budget on a web whose pages change at known rates (about 17 minutes).
 bench-freshness: setup
 	$(PY) -m bench.freshness
 
