@@ -45,6 +45,7 @@ DAY = 86400.0
 INDEX_PRIORITY = 40    # the seed: depth 0, home page (frontier/importance.py)
 PAGE_PRIORITY = -10    # one link below it
 STORE_LAG = 0.15       # real seconds from a response to its stored copy (the writer's commit)
+REQUEST_SPACING = 0.03  # real seconds between a session's requests (22-35 ms in the real bench's log)
 
 
 @dataclass
@@ -244,7 +245,7 @@ class Simulation:
             page = self.pages[i]
             page.state = "queued"
             k = per_host[page.host] = per_host.get(page.host, -1) + 1   # a host's URLs one after another
-            out.append((i, t + self.rng.expovariate(1.0 / self.lag) + 0.03 * k if self.lag > 0 else t))
+            out.append((i, t + self.rng.expovariate(1.0 / self.lag) + REQUEST_SPACING * k if self.lag > 0 else t))
         return out
 
     def sessions(self, t: float, released: list[int]) -> list[tuple[int, float]]:
@@ -264,18 +265,15 @@ class Simulation:
             if session is not None and t < session.free:
                 joining = [i for i in ids if i not in session.taken]
                 if joining:
-                    begin = max(session.last + 0.03, arrive)
-                    out.extend((i, begin + 0.03 * k) for k, i in enumerate(joining))
-                    session.last = begin + 0.03 * (len(joining) - 1)
+                    session.last = _one_after_another(out, joining, max(session.last + REQUEST_SPACING, arrive))
                     session.free = session.last + self.session_tail
                     session.taken.update(joining)
                 ids = [i for i in ids if i not in joining]
                 if not ids:
                     continue
-                arrive = session.free
-            start = max(arrive, session.free if session is not None else 0.0)
-            out.extend((i, start + 0.03 * k) for k, i in enumerate(ids))
-            last = start + 0.03 * (len(ids) - 1)
+                arrive = session.free  # the next session: when this one gives the host back
+            start = max(arrive, session.free) if session is not None else arrive
+            last = _one_after_another(out, ids, start)
             self.host_sessions[host] = HostSession(start, last, last + self.session_tail, set(ids))
         return out
 
@@ -330,6 +328,12 @@ class Simulation:
             if stale_at > stored_at:
                 spans.append((stored_at, min(until, stale_at)))
         return spans
+
+
+def _one_after_another(out: list, ids: list[int], begin: float) -> float:
+    """Append (id, answer time) for a session's requests from `begin`; the last one's time."""
+    out.extend((i, begin + REQUEST_SPACING * k) for k, i in enumerate(ids))
+    return begin + REQUEST_SPACING * (len(ids) - 1)
 
 
 def _overlap(spans, start: float, end: float) -> float:
