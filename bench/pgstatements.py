@@ -39,7 +39,7 @@ _RULES = (
                           r"FROM \"?frontier_host\"? WHERE \"?frontier_host\"?\.\"?id\"? = ")),
     ("links", re.compile(r"url_key|url_hash|url_count|"
                          r"INSERT INTO \"?frontier_host\"?|frontier_host\"?\.\"?origin\"? (= |IN)|"
-                         r"frontier_crawlscope|frontier_seed|frontier_hostreferrer|frontier_urlpattern")),
+                         r"frontier_crawlscope|frontier_seed|frontier_hostreferrer|referrer_bits|frontier_urlpattern")),
     ("states", re.compile(r"UPDATE \"?frontier_url\"?|frontier_deadletter|FROM \"?frontier_url\"?")),
 )
 

@@ -507,6 +507,11 @@ CRAWLER_SCORE_SECTION = envint("CRAWLER_SCORE_SECTION", 10, minimum=-1000, maxim
 # Per distinct host linking to the URL (other than its own), up to CRAWLER_SCORE_INLINK_HOSTS_MAX hosts.
 CRAWLER_SCORE_INLINK_HOST = envint("CRAWLER_SCORE_INLINK_HOST", 12, minimum=0, maximum=1000)
 CRAWLER_SCORE_INLINK_HOSTS_MAX = envint("CRAWLER_SCORE_INLINK_HOSTS_MAX", 5, minimum=0, maximum=1000)
+# Links from other hosts to known URLs (and hosts) are held in a crawling process and
+# counted in one statement once the oldest has waited this long or this many are held
+# (frontier/inlinks.py): a score rises up to that late. 0 s: counted with every batch.
+CRAWLER_INLINK_FLUSH_SECONDS = envfloat("CRAWLER_INLINK_FLUSH_SECONDS", 2.0, minimum=0.0)
+CRAWLER_INLINK_FLUSH_PAIRS = envint("CRAWLER_INLINK_FLUSH_PAIRS", 5000, minimum=1, maximum=1_000_000)
 # Scores at or above the first go to band 0, at or above the second to band 1, the rest to 2.
 # A host's standing: points × log2(1 + distinct other hosts linking to any of its pages),
 # added to its next URL's score when sessions compete for a crawling process's fetch

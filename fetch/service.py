@@ -308,6 +308,7 @@ def store(results: Results) -> dict[int, int]:
         frontier.count_pattern_yield([
             (page.url, details[page.url_id] == PageDetail.INDEXED, _copied_from(page.url, copies.get(page.url_id)))
             for page in counted])
+    frontier.fetched_here([queued.url for _, queued, _ in results.pages])  # links to them: nothing to count
     return raised
 
 

@@ -129,22 +129,37 @@ class Writer:
             while True:
                 group = self._next_group()
                 if group is None:
+                    self._guarded(self._count_inlinks, due_only=False)  # all it holds, before the process ends
                     return
-                try:
-                    self._write(group)
-                finally:
-                    with self._cond:
-                        self._writing = False
-                        self._cond.notify_all()
+                if group:
+                    try:
+                        self._write(group)
+                    finally:
+                        with self._cond:
+                            self._writing = False
+                            self._cond.notify_all()
+                else:
+                    close_old_connections()  # idle a while: the connection may have gone
+                self._guarded(self._count_inlinks, due_only=True)
         finally:
             connection.close()
 
+    def _count_inlinks(self, due_only: bool) -> None:
+        """Links from other hosts the admissions held (frontier/inlinks.py), counted when
+        due: after a group, and while idle, so none waits for the next page."""
+        raised = frontier.flush_inlinks(due_only)
+        if raised and self.on_raised:
+            self.on_raised(raised)
+
     def _next_group(self) -> list | None:
+        """The next group to write; [] when nothing came for CRAWLER_INLINK_FLUSH_SECONDS
+        (held inlinks may be due); None once closing with nothing left."""
         with self._cond:
             while not self._items:
                 if self._closing:
                     return None
-                self._cond.wait()
+                if not self._cond.wait(max(0.1, settings.CRAWLER_INLINK_FLUSH_SECONDS)):
+                    return []
             # Something waits: gather more for up to `interval`, or until a group is full.
             deadline = time.monotonic() + self.interval
             while self._pending_pages < self.group_pages and not (self._closing or self._flushing):

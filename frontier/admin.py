@@ -184,13 +184,14 @@ class HostAdmin(DerivedDataAdmin, ObjectActionsAdmin):
                                    "robots_expires_at", "robots_sitemaps", "robots_body")}),
         ("Lease", {"description": "a crawling process's hold on the host while it runs a session",
                    "fields": ("lease_owner", "lease_holder", "leased_until")}),
-        ("Counts and addresses", {"fields": ("url_count", "domain", "address", "created_at")}),
+        ("Counts and addresses", {"fields": ("url_count", "referring_hosts", "domain", "address", "created_at")}),
     )
     certificate_fieldset = ("Certificate (trust on first use)", {
         "description": "Geminispace's certificates are mostly self-signed: the crawler remembers the one a "
                        "capsule showed and notes a change that came before it expired (it crawls on)",
         "fields": ("tls_fingerprint", "tls_not_after", "tls_previous_fingerprint", "tls_changed_early_at")})
-    readonly_fields = ("state_in_words", "crawl_delay_human", "response_time_human", "robots", "waiting_for")
+    readonly_fields = ("state_in_words", "crawl_delay_human", "response_time_human", "robots", "waiting_for",
+                       "referring_hosts")
 
     def get_fieldsets(self, request, obj=None):
         gemini = obj is not None and obj.origin.startswith("gemini://")
@@ -404,9 +405,10 @@ def score_in_words(url: Url) -> str:
              f"{parts.place:+d}",
              f"{url.inlink_hosts} other host{'s' if url.inlink_hosts != 1 else ''} link here: {parts.inlinks:+d}",
              f"sitemap: {parts.hint:+d}", f"trusted domain: {parts.trusted:+d}"]
-    sites = url.host.inlink_hosts
+    sites = url.host.referring_hosts
     return (" · ".join(words) + f" = {parts.total} now; stored {url.priority}; and when hosts compete for fetch "
-            f"threads, its host's standing ({sites} other host{'s' if sites != 1 else ''} link to its pages): "
+            f"threads, its host's standing ({'about ' if sites > 3 else ''}{sites} other "
+            f"host{'s' if sites != 1 else ''} link to its pages): "
             f"{importance.site_points(sites):+d}")
 
 

@@ -18,12 +18,12 @@ from django.db.models import Count, F, Sum
 
 from crawlerweb import stagetime
 
-from . import bulk, importance, instate, scope, seen, traps
+from . import bulk, importance, inlinks, instate, scope, seen, traps
 from .filters import rejection_reason
 from .limits import current_limits
 from .controls import origin_hostname
 from .models import CrawlScope, Host, Seed, Url, UrlKind, UrlState
-from .normalize import InvalidUrl, normalize
+from .normalize import InvalidUrl, normalize, url_key
 from .scope import ScopeSpec
 from .vocabulary import Rejection
 
@@ -168,8 +168,7 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
             if unknown or cand.hint > 0]
     result.known = len(best) - len(todo)
     if not todo:
-        _count_inlinks(referrers, result)
-        bulk.add_host_inlinks(site_referrers)
+        _hold_inlinks(referrers, site_referrers, result)
         return result
 
     hosts, url_counts = _hosts({norm.origin for _, norm, _ in todo})
@@ -214,8 +213,8 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
         if domain:
             domain_totals[domain] += n
     url_counts.update(bulk.add_host_counts(counts, bands))
-    _count_inlinks({key: hosts for key, hosts in referrers.items() if key not in inserted}, result)
-    bulk.add_host_inlinks(site_referrers)  # after _hosts: a host first seen in this batch has its row
+    # After _hosts: a host first seen in this batch has its row when its pairs are counted.
+    _hold_inlinks({key: hosts for key, hosts in referrers.items() if key not in inserted}, site_referrers, result)
     # What the caches learnt holds once it is committed (a rolled-back seed list must not
     # leave its URLs "known"); outside a transaction that is now.
     remembered = [(row[0], row[7], row[3]) for row in rows]
@@ -233,16 +232,49 @@ def _by_host(todo: list[tuple], hosts: dict[str, int], url_counts: dict[int, int
     return {(host_id, url_counts.get(host_id, 0)): grouped[host_id] for host_id in sorted(grouped)}
 
 
-def _count_inlinks(referrers: dict[int, set[str]], result: AdmitResult) -> None:
-    """Known URLs found from hosts this process had not counted for them: one UPDATE for
-    the batch counts the hosts no process counted yet (their bits) and raises the URLs'
-    score, and their hosts' bands with it."""
-    raised, closed = bulk.add_inlinks({key: importance.referrer_mask(hosts) for key, hosts in referrers.items() if hosts},
-                                      settings.CRAWLER_SCORE_INLINK_HOST, settings.CRAWLER_SCORE_INLINK_HOSTS_MAX)
+def _hold_inlinks(referrers: dict[int, set[str]], site_pairs: set[tuple[str, str]], result: AdmitResult) -> None:
+    """Known URLs found from hosts this process had not counted for them, and hosts linked
+    from hosts it had not counted for them: held with what earlier batches found, and
+    counted once CRAWLER_INLINK_FLUSH_SECONDS or CRAWLER_INLINK_FLUSH_PAIRS say so
+    (frontier/inlinks.py)."""
+    _pending.add({key: importance.referrer_mask(hosts) for key, hosts in referrers.items() if hosts}, site_pairs)
+    if _pending.due():
+        _count_inlinks(result)
+
+
+def flush_inlinks(due_only: bool = False) -> dict[int, int]:
+    """Count the referring hosts this process holds (only when due, with `due_only`);
+    returns {host id: best score} of the waiting URLs they raised. A stopping process
+    calls it (fetch/writer.py), and so may anyone who reads scores right after a batch."""
+    result = AdmitResult()
+    if len(_pending) and (_pending.due() or not due_only):
+        _count_inlinks(result)
+    return result.raised
+
+
+def _count_inlinks(result: AdmitResult) -> None:
+    """One UPDATE counts the held URLs' referring hosts no process counted yet (their bits)
+    and raises their scores, and their hosts' bands with them; one statement the hosts'."""
+    masks, site_pairs = _pending.take()
+    raised, closed = bulk.add_inlinks(masks, settings.CRAWLER_SCORE_INLINK_HOST,
+                                      settings.CRAWLER_SCORE_INLINK_HOSTS_MAX)
     # A URL fetched (or at the cap) takes no more: this process stops sending its links'
     # hosts, which most links to known URLs are (each cost an index probe and a heap read).
     transaction.on_commit(lambda: _closed.add_all(closed))
     _raised(raised, result)
+    referring = defaultdict(list)
+    for origin, via in site_pairs:
+        referring[origin].append(via)
+    bulk.add_host_referrers({origin: importance.referrer_sketch(vias) for origin, vias in referring.items()})
+
+
+def fetched_here(urls: list[str]) -> None:
+    """Canonical URLs this process has just stored as fetched: their scores take no more
+    links, so links to them found later are not sent to be counted. The database would say
+    so (bulk.add_inlinks names them), but only after an index probe for each: most links
+    from other hosts point at pages fetched already, and on one web most of those were
+    fetched by the process that finds the link (its hosts' neighbours link back)."""
+    _closed.add_all(url_key(url) for url in urls)
 
 
 def _raised(raised: list[tuple[int, int]], result: AdmitResult) -> None:
@@ -292,6 +324,7 @@ class _DoneWith:
 _inlinks = _DoneWith()
 _site_inlinks = _DoneWith()  # (origin, referring origin)
 _closed = _DoneWith()  # url_keys whose score takes no more links (bulk.add_inlinks)
+_pending = inlinks.PendingInlinks()  # what _inlinks and _site_inlinks let through, not counted yet
 
 
 def _update_known(existing: dict[int, tuple[int, str, str, int]], best: dict[int, tuple], result: AdmitResult) -> None:
@@ -415,6 +448,7 @@ def forget_caches() -> None:
     _inlinks.clear()
     _site_inlinks.clear()
     _closed.clear()
+    _pending.clear()
 
 
 def default_scope() -> ScopeSpec:

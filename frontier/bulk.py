@@ -9,22 +9,20 @@ Every statement that locks rows another writer may lock too takes them in one gl
 order (url_key, host id), so concurrent workers wait for each other but never deadlock.
 """
 
-from collections import defaultdict
-
 from django.db import connection
 from django.utils import timezone
 
 from crawlerweb.bulksql import arrays, column_type, defaults, in_chunks, locked, marks, typed
 
 from . import importance
-from .models import Host, HostReferrer, Seed, ServerAddress, Url
+from .models import Host, Seed, ServerAddress, Url
 
 # The URL columns a new link brings; every other column takes its model default.
 LINK_COLUMNS = ("url_key", "url", "host_id", "depth", "redirect_hops", "priority", "referrer_id", "scopes", "kind",
                 "inlink_hosts", "hint", "inlink_bits")
 _DEPTH, _SCOPES, _HINT = LINK_COLUMNS.index("depth"), LINK_COLUMNS.index("scopes"), LINK_COLUMNS.index("hint")
 _URLS, _HOSTS, _ADDRESSES = Url._meta.db_table, Host._meta.db_table, ServerAddress._meta.db_table
-_SEEDS, _REFERRERS = Seed._meta.db_table, HostReferrer._meta.db_table
+_SEEDS = Seed._meta.db_table
 
 
 def insert_urls(rows: list[tuple]) -> tuple[set[int], dict[int, tuple[int, str, str, int]]]:
@@ -315,48 +313,60 @@ def _raise_waiting(keys: list[int], assignments: str, assignment_params: list, c
         return found
 
 
-def add_host_inlinks(pairs: set[tuple[str, str]]) -> None:
-    """Count newly seen referring hosts of hosts ({(origin, referring origin)}): a pair no
-    process counted before (a HostReferrer row, unique) adds one to the host's
-    `inlink_hosts`. On PostgreSQL one statement, and a host row another writer holds is
-    skipped, not waited for (a host's standing is a hint; waiting would order these locks
-    against the lease writes): its count then misses those pairs."""
-    if not pairs:
+def add_host_referrers(sketches: dict[str, tuple[int, int]]) -> None:
+    """Add referring hosts to hosts' standing ({origin: (bits, ranks)} of the hosts seen
+    linking to it, importance.referrer_sketch): OR-ed into the host's sketches, so a
+    referring host any process counted before changes nothing. Only rows gaining a bit are
+    written. On PostgreSQL one statement, and a host row another writer holds is skipped,
+    not waited for (a host's standing is a hint; waiting would order these locks against
+    the lease writes)."""
+    if not sketches:
         return
-    ordered = sorted({(origin, importance.referrer_key(via)) for origin, via in pairs})
+    origins = sorted(sketches)
+    bits, ranks = [sketches[o][0] for o in origins], [sketches[o][1] for o in origins]
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
-                f"""WITH v(origin, referrer_key) AS (SELECT * FROM unnest(%s::text[], %s::bigint[])),
-                    added AS (INSERT INTO {_REFERRERS} (host_id, referrer_key)
-                              SELECT h.id, v.referrer_key FROM v JOIN {_HOSTS} h ON h.origin = v.origin
-                              WHERE h.origin = ANY(%s) ORDER BY 1, 2 ON CONFLICT DO NOTHING RETURNING host_id),
-                    locked AS (SELECT id FROM {_HOSTS} WHERE id = ANY(ARRAY(SELECT host_id FROM added)) ORDER BY id
-                               FOR NO KEY UPDATE SKIP LOCKED)
-                    UPDATE {_HOSTS} h SET inlink_hosts = h.inlink_hosts + (SELECT count(*) FROM added a WHERE a.host_id = h.id)
-                    WHERE h.id = ANY(ARRAY(SELECT id FROM locked))""",
-                [[origin for origin, _ in ordered], [key for _, key in ordered], [origin for origin, _ in ordered]])
+                f"""WITH v(origin, bits, ranks) AS (SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[])),
+                    locked AS (SELECT h.id FROM {_HOSTS} h JOIN v ON h.origin = v.origin
+                               WHERE h.origin = ANY(%s) AND (h.referrer_bits | v.bits <> h.referrer_bits
+                                                             OR h.referrer_ranks | v.ranks <> h.referrer_ranks)
+                               ORDER BY h.id FOR NO KEY UPDATE OF h SKIP LOCKED)
+                    UPDATE {_HOSTS} h SET referrer_bits = h.referrer_bits | v.bits,
+                                          referrer_ranks = h.referrer_ranks | v.ranks
+                    FROM v, locked WHERE h.id = locked.id AND h.origin = v.origin""",
+                [origins, bits, ranks, origins])
             return
-        ids = {}  # SQLite: one writer
-        origins = sorted({origin for origin, _ in ordered})
+        found = {}  # SQLite: one writer, so read, then write what gains a bit
         for chunk in in_chunks(origins):
-            cursor.execute(f"SELECT origin, id FROM {_HOSTS} WHERE origin IN ({marks(len(chunk))})", chunk)
-            ids.update(cursor.fetchall())
-        added = defaultdict(int)
-        for origin, key in ordered:
-            if origin in ids:
-                cursor.execute(f"INSERT INTO {_REFERRERS} (host_id, referrer_key) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                               [ids[origin], key])
-                added[ids[origin]] += cursor.rowcount
-        cursor.executemany(f"UPDATE {_HOSTS} SET inlink_hosts = inlink_hosts + %s WHERE id = %s",
-                           [(n, host_id) for host_id, n in sorted(added.items()) if n])
+            cursor.execute(f"SELECT origin, id, referrer_bits, referrer_ranks FROM {_HOSTS} "
+                           f"WHERE origin IN ({marks(len(chunk))})", chunk)
+            found.update((origin, rest) for origin, *rest in cursor.fetchall())
+        updates = []
+        for origin, (host_id, old_bits, old_ranks) in sorted(found.items()):
+            new_bits, new_ranks = old_bits | sketches[origin][0], old_ranks | sketches[origin][1]
+            if (new_bits, new_ranks) != (old_bits, old_ranks):
+                updates.append((new_bits, new_ranks, host_id))
+        cursor.executemany(f"UPDATE {_HOSTS} SET referrer_bits = %s, referrer_ranks = %s WHERE id = %s", updates)
 
 
 def raise_host_bands(bands: dict[int, int]) -> None:
-    """Hosts' score bands raised to these where better (lower)."""
+    """Hosts' score bands raised to these where better (lower). On PostgreSQL one
+    statement (a statement per host was most of what a batch of links sent), locking in id
+    order only the rows it raises."""
     if not bands:
         return
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            ids = sorted(bands)
+            cursor.execute(
+                f"""WITH v(id, band) AS (SELECT * FROM unnest(%s::bigint[], %s::smallint[])),
+                    locked AS (SELECT h.id FROM {_HOSTS} h JOIN v ON h.id = v.id
+                               WHERE h.id = ANY(%s) AND h.band > v.band ORDER BY h.id FOR NO KEY UPDATE OF h)
+                    UPDATE {_HOSTS} h SET band = v.band FROM v, locked
+                    WHERE h.id = v.id AND locked.id = v.id AND h.band > v.band""",
+                [ids, [bands[i] for i in ids], ids])
+            return
         cursor.executemany(f"UPDATE {_HOSTS} SET band = %s WHERE id = %s AND band > %s",
                            [(band, host_id, band) for host_id, band in sorted(bands.items())])
 

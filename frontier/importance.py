@@ -15,22 +15,23 @@ many inlinks early; Baeza-Yates et al. 2005: in-link counts from other sites bea
 * an operator-trusted domain (TrustedDomain): its weight;
 * when hosts compete (more sessions due than a crawling process has fetch threads), the
   host's standing too: CRAWLER_SCORE_SITE_INLINK_HOST (6) × log2(1 + distinct other hosts
-  linking to any of its pages) (`Host.inlink_hosts`, `site_points`): the pages that gather
+  linking to any of its pages) (`Host.referring_hosts`, `site_points`): the pages that gather
   a site's rank are its home, sections and popular pages, which other sites rarely link
   one by one (Baeza-Yates et al. 2005: larger, better-linked sites first). Not stored on
   the URL (the host's standing grows after its URLs are admitted); added where sessions
   are ordered.
 
 Kept up to date at admission with no query per link: a new URL gets its parts from the
-candidate; a known URL found from a host not counted yet gains CRAWLER_SCORE_INLINK_HOST in
-one set-based UPDATE per batch, and a host linked from a host not counted yet for it gains
-one in its `inlink_hosts`. A per-process set of pairs keeps repeats away from the database;
-what counts a pair once whichever process sees it is the database: a URL keeps a bit per
-referring host (`Url.inlink_bits`, the host's hash among REFERRER_BITS bits: enough for the
-few hosts the score counts; two hosts on one bit, about one pair in 60, count once), and a
-host a row per referring host (`HostReferrer`, its standing is not capped). Each part is stored or
-derivable (depth, inlink_hosts, hint, the URL, the trusted list), so the admin shows why a
-URL ranks where it does (`parts`).
+candidate; a known URL found from a host not counted yet gains CRAWLER_SCORE_INLINK_HOST,
+and a host linked from a host not counted yet gains it in its standing, both held in the
+process and written a few batches at a time, one set-based UPDATE each (frontier/inlinks.py).
+A per-process set of pairs keeps repeats away from the database; what counts a pair once
+whichever process sees it is the database: a URL keeps a bit per referring host
+(`Url.inlink_bits`, the host's hash among REFERRER_BITS bits: enough for the few hosts the
+score counts; two hosts on one bit, about one pair in 60, count once), and a host two
+sketches only ever OR-ed (`Host.referrer_bits`, `referrer_ranks`: `referring_hosts`, below;
+its standing is not capped). Each part is stored or derivable (depth, inlink_hosts, hint,
+the URL, the trusted list), so the admin shows why a URL ranks where it does (`parts`).
 
 Bands: a host's band is that of the best URL it is known to have waiting (0 best); a
 dispatch round draws hosts from the bands in CRAWLER_DISPATCH_SHARES (60/30/10), or
@@ -99,6 +100,45 @@ def referrer_mask(origins) -> int:
     for origin in origins:
         mask |= 1 << (referrer_key(origin) % REFERRER_BITS)
     return mask
+
+
+# A host's standing counts the distinct other hosts seen linking to it in two 63-bit
+# sketches on its row, each only ever OR-ed with new bits, so any process may add to them
+# in one UPDATE and a pair counted twice changes nothing (a row per pair cost an insert, a
+# foreign-key check and an index entry per edge of the host graph). `referrer_bits`: one
+# bit per referring host, counted by linear counting (Whang et al. 1990), close to exact
+# for the first few dozen hosts, where the standing's logarithm moves most. Past
+# LINEAR_COUNT_LIMIT bits set, `referrer_ranks`: RANK_MAPS bitmaps of RANK_BITS bits, each
+# host setting bit r of one of them, r its hash's trailing zeros (Flajolet & Martin 1985,
+# PCSA): about ±40 % from a hundred hosts to a hundred thousand, a point or two of the
+# standing's log2.
+LINEAR_COUNT_LIMIT = 51  # of REFERRER_BITS set: about 100 hosts
+RANK_MAPS, RANK_BITS = 4, 15
+_PCSA_PHI = 0.77351
+
+
+def referrer_sketch(origins) -> tuple[int, int]:
+    """(referrer_bits, referrer_ranks) of these referring origins."""
+    bits = ranks = 0
+    for key in map(referrer_key, origins):
+        bits |= 1 << (key % REFERRER_BITS)
+        rest = key >> 2
+        rank = min((rest & -rest).bit_length() - 1 if rest else RANK_BITS - 1, RANK_BITS - 1)
+        ranks |= 1 << ((key & (RANK_MAPS - 1)) * RANK_BITS + rank)
+    return bits, ranks
+
+
+def referring_hosts(bits: int, ranks: int) -> int:
+    """The distinct other hosts a host's sketches have seen linking to it (an estimate)."""
+    set_bits = bits.bit_count()
+    if set_bits <= LINEAR_COUNT_LIMIT:
+        return round(-REFERRER_BITS * math.log(1 - set_bits / REFERRER_BITS))
+    lowest_unset = 0
+    for n in range(RANK_MAPS):
+        bitmap = (ranks >> (n * RANK_BITS)) & ((1 << RANK_BITS) - 1)
+        lowest_unset += (~bitmap & (bitmap + 1)).bit_length() - 1
+    linear_most = round(-REFERRER_BITS * math.log(1 - LINEAR_COUNT_LIMIT / REFERRER_BITS))
+    return max(linear_most, round(RANK_MAPS / _PCSA_PHI * 2 ** (lowest_unset / RANK_MAPS)))
 
 
 def site_points(host_inlink_hosts: int) -> int:

@@ -234,7 +234,8 @@ def begin_lease(host_id: int, token: str) -> HostView | None:
 
 
 _HOST_VIEW_FIELDS = ("id", "origin", "crawl_delay", "robots_status", "robots_body", "robots_error", "robots_fetched_at",
-                     "robots_expires_at", "address", "response_time", "failures", "tls_fingerprint", "inlink_hosts")
+                     "robots_expires_at", "address", "response_time", "failures", "tls_fingerprint", "referrer_bits",
+                     "referrer_ranks")
 
 
 @stagetime.timed("leases")
@@ -250,7 +251,7 @@ def begin_leases(leases: list[tuple[int, str]], holder: str = "") -> dict[int, H
                                  holder=holder)
     if not claimed:
         return {}
-    return {row[0]: HostView(*row[:8], row[8] or "", *row[9:])
+    return {row[0]: HostView(*row[:8], row[8] or "", *row[9:12], importance.referring_hosts(*row[12:]))
             for row in Host.objects.filter(id__in=claimed).values_list(*_HOST_VIEW_FIELDS)}
 
 

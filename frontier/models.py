@@ -4,6 +4,7 @@ The database is the single source of truth for what to crawl next; Celery messag
 carry (host id, lease token, URL ids) and are safe to lose.
 """
 
+from django.contrib.admin import display as admin_display
 from django.db import models
 from django.utils import timezone
 
@@ -36,8 +37,15 @@ class Host(models.Model):
     robots_sitemaps = models.TextField(blank=True, default="", db_default="", help_text="Sitemap: URLs the robots.txt lists, "
                                        "one per line (collected, not crawled yet)")
     url_count = models.IntegerField(default=0, help_text="URLs admitted (per-host quota)")
-    inlink_hosts = models.IntegerField(default=0, db_default=0, help_text="distinct other hosts seen linking to "
-                                       "its pages: its standing when hosts compete (frontier/importance.py)")
+    # Its standing when hosts compete: the distinct other hosts seen linking to its pages,
+    # in two sketches only ever OR-ed (importance.referring_hosts reads them).
+    referrer_bits = models.BigIntegerField(default=0, db_default=0, help_text="a bit per other host seen linking to "
+                                           "its pages (linear counting, frontier/importance.py)")
+    referrer_ranks = models.BigIntegerField(default=0, db_default=0, help_text="the same hosts' hashes' ranks in "
+                                            "four bitmaps (probabilistic counting, past a hundred hosts)")
+    # Not written since 2026-12-06 (the sketches above count them); the previous release's
+    # workers write it during a rolling upgrade. Dropped in the next release.
+    inlink_hosts = models.IntegerField(default=0, db_default=0, help_text="no longer written: see referrer_bits")
     # The registered domain (eTLD+1), for the per-domain quota: a trap of endless subdomains
     # is one domain. "" for hosts the previous release created (no domain quota for them).
     domain = models.CharField(max_length=253, blank=True, default="", db_default="", db_index=True,
@@ -86,10 +94,21 @@ class Host(models.Model):
     def __str__(self):
         return self.origin
 
+    @property
+    @admin_display(description="other hosts linking to its pages (estimated: its standing)")
+    def referring_hosts(self) -> int:
+        """Distinct other hosts seen linking to its pages (an estimate: importance.referring_hosts)."""
+        from .importance import referring_hosts
+
+        return referring_hosts(self.referrer_bits, self.referrer_ranks)
+
 
 class HostReferrer(models.Model):
-    """Another host seen linking to this host's pages, once: whichever process sees the link
-    first counts it in the host's `inlink_hosts` (frontier/importance.py)."""
+    """Another host seen linking to this host's pages, once, as the release before
+    2026-12-06 counted them (`Host.inlink_hosts`). Not written since (Host.referrer_bits
+    and referrer_ranks count them, a row per edge of the host graph cost too much); the
+    previous release's workers write it during a rolling upgrade. Dropped in the next
+    release."""
 
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="+", db_index=False)
     referrer_key = models.BigIntegerField(help_text="the referring origin's 63-bit hash (importance.referrer_key)")

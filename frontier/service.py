@@ -20,6 +20,8 @@ from .admission import (
     add_urls,
     canonical_url,
     default_scope,
+    fetched_here,
+    flush_inlinks,
     forget_caches,
     known_outcomes,
     scope_summary,
@@ -112,8 +114,8 @@ save_scope_patterns = _scope.save_patterns
 
 __all__ = [
     # admission
-    "AdmitResult", "Candidate", "add_seeds", "add_urls", "canonical_url", "default_scope", "forget_caches",
-    "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield", "origin_of",
+    "AdmitResult", "Candidate", "add_seeds", "add_urls", "canonical_url", "default_scope", "fetched_here",
+    "flush_inlinks", "forget_caches", "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield", "origin_of",
     "pattern_stopped", "STORE_FAILED", "store_failure_pause",
     "InvalidScope", "ScopeSpec", "parse_spec", "scope_key_taken", "save_scope_patterns",
     "scopes_named", "scope_url_test",

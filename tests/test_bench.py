@@ -140,8 +140,8 @@ def _assert_stages(result: dict, ours: str) -> None:
     ("WITH input AS (SELECT * FROM unnest($1::bigint[])), added AS (INSERT INTO frontier_url (url_key) SELECT "
      "url_key FROM input RETURNING url_key) SELECT url_key FROM added UNION ALL SELECT u.url_key FROM frontier_url u",
      "links"),
-    ("WITH added AS (INSERT INTO frontier_hostreferrer (host_id, referrer_key) SELECT h.id FROM v) "
-     "UPDATE frontier_host h SET inlink_hosts = h.inlink_hosts + 1", "links"),
+    ("WITH v(origin, bits, ranks) AS (SELECT * FROM unnest($1::text[])) UPDATE frontier_host h "
+     "SET referrer_bits = h.referrer_bits | v.bits FROM v WHERE h.origin = v.origin", "links"),
     ("INSERT INTO frontier_urlpattern AS p (key, pattern) SELECT key, pattern FROM unnest($2::bigint[])", "links"),
     ("UPDATE frontier_urlpattern p SET new_pages = GREATEST(p.new_pages + v.new_pages, $1)", "links"),
     ('INSERT INTO "console_processheartbeat" ("kind") VALUES ($1)', "other"),

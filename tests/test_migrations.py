@@ -39,6 +39,27 @@ def test_the_migration_gives_every_url_its_key(previous_release):
     assert dict(Url.objects.values_list("url", "url_key")) == {u: url_key(u) for u in urls}
 
 
+def test_the_referring_hosts_the_rows_counted_become_each_hosts_sketches():
+    """frontier/0023: a host's standing moved from a row per referring host to two sketches
+    on the host row; what the rows counted is kept."""
+    from frontier.importance import referrer_key, referrer_sketch, referring_hosts
+    from frontier.models import Host
+
+    executor = MigrationExecutor(connection)
+    executor.migrate([("frontier", "0022_recrawl_prior")])
+    apps = executor.loader.project_state([("frontier", "0022_recrawl_prior")]).apps
+    OldHost, OldReferrer = apps.get_model("frontier", "Host"), apps.get_model("frontier", "HostReferrer")
+    linked = OldHost.objects.create(origin="http://linked.test")
+    OldHost.objects.create(origin="http://a.test")  # linked from nowhere
+    referrers = [f"http://r{n}.test" for n in range(40)]
+    OldReferrer.objects.bulk_create([OldReferrer(host=linked, referrer_key=referrer_key(r)) for r in referrers])
+    migrate_to_latest()
+    host = Host.objects.get(origin="http://linked.test")
+    assert (host.referrer_bits, host.referrer_ranks) == referrer_sketch(referrers)
+    assert abs(referring_hosts(host.referrer_bits, host.referrer_ranks) - 40) <= 6
+    assert Host.objects.get(origin="http://a.test").referring_hosts == 0
+
+
 @pytest.mark.postgres
 def test_workers_of_the_previous_release_keep_inserting_during_the_upgrade(previous_release):
     """Their rows get url_key from the trigger, so neither release inserts a URL twice."""
