@@ -110,8 +110,8 @@ def referrer_mask(origins) -> int:
 # for the first few dozen hosts, where the standing's logarithm moves most. Past
 # LINEAR_COUNT_LIMIT bits set, `referrer_ranks`: RANK_MAPS bitmaps of RANK_BITS bits, each
 # host setting bit r of one of them, r its hash's trailing zeros (Flajolet & Martin 1985,
-# PCSA): about ±40 % from a hundred hosts to a hundred thousand, a point or two of the
-# standing's log2.
+# PCSA): about ±40 % from a hundred hosts to a hundred thousand, a few points of the
+# standing's 6 × log2 (within 8 of the exact count's in tests of up to 100,000 hosts).
 LINEAR_COUNT_LIMIT = 51  # of REFERRER_BITS set: about 100 hosts
 RANK_MAPS, RANK_BITS = 4, 15
 _PCSA_PHI = 0.77351

@@ -4,10 +4,10 @@ batches at a time (frontier/importance.py says what they are worth).
 Admission finds, in every batch of links, URLs it knows linked from a host not counted
 for them yet (a URL's score rises), and hosts linked from a host not counted for them yet
 (a host's standing rises). Sent with each batch, that was two statements a batch, each
-planned and run for a few dozen rows: about a third of what priorities cost PostgreSQL.
-Here they wait until CRAWLER_INLINK_FLUSH_SECONDS have passed since the oldest, or
-CRAWLER_INLINK_FLUSH_PAIRS are waiting, and go in one statement each: a URL linked from
-several hosts meanwhile is written once.
+for a few dozen rows. Here they wait until CRAWLER_INLINK_FLUSH_SECONDS have passed since
+the oldest, or CRAWLER_INLINK_FLUSH_PAIRS are waiting, and go in one statement each: a URL
+linked from several hosts meanwhile is written once. (Measured: a sixth of the statements,
+about the same time in them: the rows are the cost, docs/benchmarks.md, 2026-12-06.)
 
 The price, stated: a score rises up to CRAWLER_INLINK_FLUSH_SECONDS late (a link itself
 is admitted at once; only the points wait), and what a process holds when it dies
