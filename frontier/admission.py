@@ -246,9 +246,10 @@ def flush_inlinks(due_only: bool = False) -> dict[int, int]:
     """Count the referring hosts this process holds (only when due, with `due_only`);
     returns {host id: best score} of the waiting URLs they raised. A stopping process
     calls it (fetch/writer.py), and so may anyone who reads scores right after a batch."""
+    if not len(_pending) or (due_only and not _pending.due()):
+        return {}  # the writer asks after every group: nothing to build then
     result = AdmitResult()
-    if len(_pending) and (_pending.due() or not due_only):
-        _count_inlinks(result)
+    _count_inlinks(result)
     return result.raised
 
 

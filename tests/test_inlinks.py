@@ -40,15 +40,17 @@ def test_links_from_other_hosts_wait_until_enough_are_held_then_go_in_one_statem
         assert len(written) == 2  # the URLs' statement and the hosts', once for both batches
 
 
-def test_held_links_are_counted_once_the_oldest_has_waited_long_enough(settings):
+def test_held_links_are_counted_once_the_oldest_has_waited_long_enough(settings, monkeypatch):
+    from frontier import inlinks
+
     settings.CRAWLER_INLINK_FLUSH_SECONDS = 3600
     settings.CRAWLER_INLINK_FLUSH_PAIRS = 1000
     service.add_urls([service.Candidate("http://a.test/x/1", 2)])
     service.add_urls([service.Candidate("http://a.test/x/1", 2, via="http://b.test")])
     assert service.flush_inlinks(due_only=True) == {}  # not due: still held
     assert url("http://a.test/x/1").inlink_hosts == 0
-    settings.CRAWLER_INLINK_FLUSH_SECONDS = 0.05
-    time.sleep(0.1)
+    later = time.monotonic() + 3600  # the hour passes (the held links' clock, not the test's)
+    monkeypatch.setattr(inlinks.time, "monotonic", lambda: later)
     host_id = Host.objects.get(origin="http://a.test").id
     assert service.flush_inlinks(due_only=True) == {host_id: -20 + 12}
     assert url("http://a.test/x/1").inlink_hosts == 1
@@ -74,7 +76,11 @@ def test_a_url_linked_from_several_hosts_meanwhile_is_written_once_with_all_of_t
 
 @pytest.mark.django_db(transaction=True)  # the writer's thread reads what the test wrote
 def test_a_writer_counts_what_its_process_holds_while_idle_and_when_it_closes(settings):
+    from fetch.service import Results
+    from fetch.session import UrlsDone
     from fetch.writer import Writer
+
+    from .crawl_helpers import wait_until
 
     settings.CRAWLER_INLINK_FLUSH_SECONDS = 0.2
     service.add_urls([service.Candidate("http://a.test/x/1", 2), service.Candidate("http://a.test/x/2", 2)])
@@ -83,14 +89,16 @@ def test_a_writer_counts_what_its_process_holds_while_idle_and_when_it_closes(se
     writer = Writer(on_raised=raised.append)
     try:
         service.add_urls([service.Candidate("http://a.test/x/1", 2, via="http://b.test")])
-        deadline = time.monotonic() + 10
-        while not raised and time.monotonic() < deadline:  # told once written
-            time.sleep(0.05)
+        wait_until(lambda: raised, what="the idle writer to count the held link")  # told once written
         assert url("http://a.test/x/1").inlink_hosts == 1  # no group came: counted while idle
         assert raised == [{host_id: -20 + 12}]
         settings.CRAWLER_INLINK_FLUSH_SECONDS = 3600  # not due again before the writer closes
         service.add_urls([service.Candidate("http://a.test/x/2", 2, via="http://b.test")])
-        time.sleep(0.3)
+        # Two groups, one after the other: once the second is written, the writer has
+        # passed the due test that follows the first.
+        for _ in range(2):
+            writer.put(UrlsDone(host_id, Results()))
+            assert writer.flush(10)
         assert url("http://a.test/x/2").inlink_hosts == 0
     finally:
         writer.close()
