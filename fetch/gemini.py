@@ -128,7 +128,8 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
             result.started_at = time.time()
     except _Failure as failure:
         result.error, result.error_detail = failure.error, failure.detail[:200]
-    result.elapsed = time.monotonic() - started
+    result.ended_at = time.monotonic()
+    result.elapsed = result.ended_at - started
     return result
 
 

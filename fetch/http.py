@@ -153,6 +153,9 @@ class FetchResult:
     error: str = ""
     error_detail: str = ""
     elapsed: float = 0.0
+    # When the response (or the failure) ended, on time.monotonic()'s clock: the host's
+    # delay counts from here, not from when the page was analysed and handed on.
+    ended_at: float = 0.0
     final_url: str = ""
     address: str = ""  # the server address the last connection went to
     # For the WARC archive: the response as received (header order and repeats kept).
@@ -328,7 +331,8 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
         result.error, result.error_detail = FetchError.PROTOCOL if broken_http else FetchError.CONNECTION, str(exc)[:200]
     except (urllib3.exceptions.HTTPError, http.client.HTTPException, ValueError) as exc:
         result.error, result.error_detail = FetchError.PROTOCOL, f"{type(exc).__name__}: {exc}"[:200]
-    result.elapsed = time.monotonic() - started
+    result.ended_at = time.monotonic()
+    result.elapsed = result.ended_at - started
     return result
 
 

@@ -65,6 +65,28 @@ def test_a_session_sends_its_urls_on_one_connection_paced_at_the_crawl_delay(tmp
     assert Url.objects.filter(state="fetched").count() == PAGES
 
 
+def test_the_delay_counts_from_the_end_of_the_response_not_of_its_analysis(tmp_path, settings, monkeypatch):
+    """A page can wait for a parse process; the host sees only the gap between requests."""
+    import fetch.service
+
+    delay, analysis = 0.3, 0.4
+    settings.CRAWLER_PARSE_PROCESSES = 0  # analysed in the fetch thread: the slow analysis below
+
+    def slow_analyse(result, queued, _analyse=fetch.service.analyse):
+        time.sleep(analysis)
+        return _analyse(result, queued)
+
+    monkeypatch.setattr(fetch.service, "analyse", slow_analyse)
+    with sample_web(tmp_path, crawl_delay_hosts=1, crawl_delay=delay, latency=0.005) as web:
+        frontier.add_seeds(page_urls(web, 1))
+        run_embedded(threads=2, max_seconds=60)
+    between_pages = gaps([e for e in requests_to(web, 1) if e.path != "/robots.txt"])
+    assert len(between_pages) == PAGES - 1
+    assert min(between_pages) >= delay - 0.005
+    # Counted from the analysis' end it would be analysis + delay (0.7 s) every time.
+    assert statistics.median(between_pages) < analysis + delay - 0.15
+
+
 def test_a_session_longer_than_its_lease_keeps_renewing_it(tmp_path, settings):
     settings.CRAWLER_LEASE_SECONDS = 1.2  # renewed every 0.2 s; the session takes ~3 s
     delay = 0.3
