@@ -3,6 +3,7 @@ the fetch thread, and a page that kills or hangs its parse process settled as
 "parse_failed" in bounded time while the pool replaces the process."""
 
 import os
+import threading
 import time
 
 import pytest
@@ -85,6 +86,53 @@ def test_a_page_that_hangs_its_parse_process_is_settled_within_the_timeout(pool)
     assert 2.0 <= time.monotonic() - started < 5.0
     wait_for_children(pool)
     assert pool.analyse(response("http://pool.test/ok"), queued("http://pool.test/ok"))["analysis"].page is not None
+
+
+def test_a_child_holds_the_next_page_while_it_analyses_one_and_answers_each_to_its_own_thread(settings):
+    pool = ParsePool(1, analyse_path="tests.test_parsepool.hostile_analyse")
+    try:
+        wait_for_children(pool)
+        urls = [f"http://pool.test/page{i}" for i in range(12)]
+        answers = {}
+
+        def work(url):
+            answers[url] = pool.analyse(response(url, PAGE.replace(b"Pool page", url.encode())), queued(url))
+
+        threads = [threading.Thread(target=work, args=(url,)) for url in urls]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    finally:
+        pool.close()
+    assert pool.inline == 0 and pool.failures == 0
+    assert {url: answers[url]["analysis"].page.parsed.title for url in urls} == {url: url for url in urls}
+    assert len({answer["pid"] for answer in answers.values()}) == 1
+
+
+def test_a_page_queued_behind_one_that_hangs_its_child_is_analysed_again_not_failed(settings):
+    settings.CRAWLER_PARSE_TIMEOUT = 2.0
+    pool = ParsePool(1, analyse_path="tests.test_parsepool.hostile_analyse")
+    try:
+        wait_for_children(pool)
+        child = pool._children[0]
+        answers = {}
+        hang = threading.Thread(target=lambda: answers.update(
+            hang=pool.analyse(response("http://pool.test/hang"), queued("http://pool.test/hang"))))
+        hang.start()
+        deadline = time.monotonic() + 10
+        while child.load < 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        behind = pool.analyse(response("http://pool.test/ok"), queued("http://pool.test/ok"))
+        hang.join(10)
+    finally:
+        pool.close()
+    assert answers["hang"].failed == "parse_failed"
+    assert pool.failures == 1
+    # Analysed again: by the replacement child, or here while it starts; never failed.
+    page = behind["analysis"].page if isinstance(behind, dict) else behind.page
+    assert page is not None and page.parsed.title == "Pool page"
 
 
 @pytest.mark.django_db(transaction=True)
