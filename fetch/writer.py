@@ -72,6 +72,7 @@ class Writer:
         self._writing = False
         self._closing = False
         self._flushing = 0  # someone waits for everything to be written: do not gather
+        self._parked = 0  # sessions waiting for their next URLs among the items: do not gather
         self._tuned = None  # the database connection _tune_connection has set
         self._unstored: dict[int, int] = {}  # host id -> stores of its results that failed in a row
         self.errors = 0  # stores that failed (a group, a host's part, a URL's result)
@@ -91,6 +92,8 @@ class Writer:
                 self._cond.wait(1.0)
             self._items.append(item)
             self._pending_pages += weight
+            if _parks(item):
+                self._parked += 1
             self._cond.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -160,9 +163,10 @@ class Writer:
                     return None
                 if not self._cond.wait(max(0.1, settings.CRAWLER_INLINK_FLUSH_SECONDS)):
                     return []
-            # Something waits: gather more for up to `interval`, or until a group is full.
+            # Something waits: gather more for up to `interval`, or until a group is full;
+            # not while a session waits for its next URLs (its host would sit idle).
             deadline = time.monotonic() + self.interval
-            while self._pending_pages < self.group_pages and not (self._closing or self._flushing):
+            while self._pending_pages < self.group_pages and not (self._closing or self._flushing or self._parked):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
@@ -171,6 +175,8 @@ class Writer:
             while self._items and (not group or pages + _pages(self._items[0]) <= self.group_pages):
                 item = self._items.popleft()
                 pages += _pages(item)
+                if _parks(item):
+                    self._parked -= 1
                 group.append(item)
             self._pending_pages -= pages
             self._writing = True
@@ -329,6 +335,11 @@ def _record_certificate(seen: CertificateSeen) -> None:
     if verdict == "changed_early":
         log.warning("host %s showed another certificate (%s…) before its last one expired: recorded, "
                     "the crawl goes on (trust on first use)", seen.host_id, seen.fingerprint[:16])
+
+
+def _parks(item) -> bool:
+    """A session waits, sending nothing, until this item is answered."""
+    return isinstance(item, MoreUrlsWanted) and item.above is None
 
 
 def _pages(item) -> int:
