@@ -79,6 +79,8 @@ BENCH_DB := postgres://postgres@127.0.0.1:5432/crawlerweb_bench
 bench: setup bench-services
 	$(PY) -m bench.run --size standard --modes embedded,embedded-nodelay,distributed:1,distributed:1-nodelay,scrapy,ceiling
 	$(PY) -m bench.run --size polite --modes embedded,distributed:1,scrapy
+	$(PY) -m bench.run --size smallsites --modes embedded,distributed:1,scrapy
+	$(PY) -m bench.run --size smallsites-default --modes embedded,distributed:1
 
 bench-quick: setup bench-services
 	$(PY) -m bench.run --size quick --modes embedded,embedded-nodelay,distributed:1,distributed:1-nodelay,scrapy,ceiling

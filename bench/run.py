@@ -12,6 +12,7 @@ ceiling (bench/ceiling.py) and, on PostgreSQL, its CPU for full-text indexing al
     python -m bench.run --size quick --modes embedded,scrapy
     python -m bench.run --size standard --latency 0.05 --modes embedded,distributed:1,scrapy --runs 3
     python -m bench.run --size polite --modes embedded,distributed:1,scrapy
+    python -m bench.run --size smallsites --modes embedded,distributed:1,scrapy
     python -m bench.run --size quick --modes embedded,distributed:1 --no-warc   # the archive's cost
 
 Modes: embedded (SQLite, `manage.py crawl`), embedded-postgres (the same process on
@@ -61,7 +62,10 @@ DEPTH_LIMIT = 20
 # Every server answers after 10 ms (`--latency` changes it); two hosts of the quick and
 # standard sizes announce a Crawl-delay, one is slow, one answers 429/503 first
 # (Retry-After: 0 here; the 1 s case is in the tests). Every host of the polite size but
-# five announces Crawl-delay: 1. The crawler runs its defaults, so a host without a
+# five announces Crawl-delay: 1. The smallsites sizes are many small sites read page by
+# page (site_shape "chain": a site's next URL is on the page just fetched), 300 hosts of
+# 10 pages, every host but five announcing Crawl-delay: 0.5 (smallsites) or none, so the
+# default delay (smallsites-default). The crawler runs its defaults, so a host without a
 # Crawl-delay gets CRAWLER_DEFAULT_DELAY (1 s) or more (adaptive delay).
 SIZES = {
     "quick": WebConfig(hosts=20, pages_per_host=30, port=0, crawl_delay_hosts=2, crawl_delay=0.05,
@@ -70,6 +74,10 @@ SIZES = {
                           slow_delay=0.05, retry_after=0, latency=0.01),
     "polite": WebConfig(hosts=480, pages_per_host=10, port=0, crawl_delay_hosts=475, crawl_delay=1.0,
                         slow_delay=0.05, retry_after=0, latency=0.01),
+    "smallsites": WebConfig(hosts=300, pages_per_host=10, port=0, crawl_delay_hosts=295, crawl_delay=0.5,
+                            slow_delay=0.05, retry_after=0, latency=0.01, site_shape="chain"),
+    "smallsites-default": WebConfig(hosts=300, pages_per_host=10, port=0, crawl_delay_hosts=0,
+                                    slow_delay=0.05, retry_after=0, latency=0.01, site_shape="chain"),
 }
 # Only what the sample web needs: loopback allowed, its depth. Everything else is default.
 CRAWL_ENV = {

@@ -406,3 +406,30 @@ def test_it_catches_a_planted_violation(tmp_path, kind):
     else:
         assert report["duplicate_fetches"] == {f"http://{host}/p/1.html": 2}
         assert report["violations"] == 0
+
+
+# ------------------------------------------------------------------ small sites, page by page
+def test_a_chain_shaped_web_reveals_a_site_one_page_at_a_time():
+    """The many-small-sites profile (bench.run --size smallsites): a site's next URL is
+    found only on the page just fetched, so a crawler cannot know it any sooner."""
+    web = SampleWeb(WebConfig(hosts=12, pages_per_host=10, port=8399, site_shape="chain"))
+    host = web.hosts[3]
+
+    def own_links(path):
+        return [link.href for link in web.page_at(host, path).links
+                if not link.href.startswith(("http", "#"))]
+
+    assert own_links("/") == ["/p/0.html"]
+    assert own_links("/p/4.html") == ["/p/5.html"]
+    assert own_links("/p/9.html") == []
+    others = [link.href for link in web.page_at(host, "/p/4.html").links if link.href.startswith("http")]
+    assert len(others) == 2 and all(href.endswith("/") and host not in href for href in others)
+    home = [link.href for link in web.page_at(web.hosts[0], "/").links]
+    assert all(f"http://{web.hosts[i]}/" in home for i in range(1, 12))
+    assert not any(href.startswith("http") and href.endswith("/p/0.html") for href in home)
+    truth = web.ground_truth()
+    for page in range(10):  # every page of every content host, found page by page
+        assert f"http://{host}/p/{page}.html" in truth
+    assert "--site-shape" in web.config.to_argv()
+    with pytest.raises(ValueError, match="site_shape"):
+        WebConfig(site_shape="star")

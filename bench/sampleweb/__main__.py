@@ -12,7 +12,7 @@ import json
 import sys
 
 from .audit import audit_log
-from .model import SampleWeb, WebConfig
+from .model import SITE_SHAPES, SampleWeb, WebConfig
 
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,13 +29,16 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
                         default=list(d.page_kb))
     parser.add_argument("--latency", type=float, default=d.latency,
                         help="seconds every response waits (a real server's think time)")
+    parser.add_argument("--site-shape", choices=SITE_SHAPES, default=d.site_shape,
+                        help="mesh: a page links 8 of its host's; chain: only the next")
 
 
 def config_from_args(args: argparse.Namespace) -> WebConfig:
     return WebConfig(hosts=args.hosts, pages_per_host=args.pages_per_host, port=args.port,
                      seed=args.seed, crawl_delay_hosts=args.crawl_delay_hosts,
                      crawl_delay=args.crawl_delay, slow_delay=args.slow_delay,
-                     retry_after=args.retry_after, page_kb=tuple(args.page_kb), latency=args.latency)
+                     retry_after=args.retry_after, page_kb=tuple(args.page_kb), latency=args.latency,
+                     site_shape=args.site_shape)
 
 
 def build_parser() -> argparse.ArgumentParser:

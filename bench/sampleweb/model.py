@@ -17,6 +17,7 @@ from .text import Prose, render_html, unique_word
 from .truth import ground_truth
 
 HTML_UTF8 = "text/html; charset=utf-8"
+SITE_SHAPES = ("mesh", "chain")
 
 
 def host_address(index: int) -> str:
@@ -37,6 +38,10 @@ class WebConfig:
     retry_after: int = 1
     page_kb: tuple[int, int] = (10, 40)
     latency: float = 0.0  # every response waits this long (a real server takes time)
+    # How a host's pages link: "mesh" (each links 8 of its host's pages: a crawler knows most
+    # of a site after two pages) or "chain" (each links only the next, and other hosts link
+    # only home pages: a small site's next URL is found on the page just fetched).
+    site_shape: str = "mesh"
 
     def __post_init__(self):
         object.__setattr__(self, "page_kb", tuple(int(v) for v in self.page_kb))
@@ -53,6 +58,8 @@ class WebConfig:
             problems.append("delays must be >= 0")
         if len(self.page_kb) != 2 or not 1 <= self.page_kb[0] <= self.page_kb[1]:
             problems.append("page_kb must be (min, max) with 1 <= min <= max")
+        if self.site_shape not in SITE_SHAPES:
+            problems.append(f"site_shape must be one of {', '.join(SITE_SHAPES)}")
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -68,7 +75,7 @@ class WebConfig:
                 "--slow-delay", repr(float(self.slow_delay)),
                 "--retry-after", str(self.retry_after),
                 "--page-kb", str(self.page_kb[0]), str(self.page_kb[1]),
-                "--latency", repr(float(self.latency))]
+                "--latency", repr(float(self.latency)), "--site-shape", self.site_shape]
 
 
 @dataclass(frozen=True)
@@ -275,6 +282,8 @@ class SampleWeb:
     def _normal_links(self, i: int, k: int | None) -> list[Link]:
         rng = random.Random(f"links:{self.config.seed}:{i}:{k}")
         n, netloc = self.config.pages_per_host, self.hosts[i]
+        if self.config.site_shape == "chain":
+            return self._chain_links(rng, i, k)
         if k is None:
             targets = [0] + rng.sample(range(1, n), 7)
             forms = ("http://{}/p/{}.html", "/p/{}.html", "p/{}.html", "./p/{}.html")
@@ -306,6 +315,18 @@ class SampleWeb:
                   Link(f"/private/{rng.randrange(n)}.html", "Members only")]
         return links
 
+    def _chain_links(self, rng: random.Random, i: int, k: int | None) -> list[Link]:
+        """A small site read page by page: home links /p/0, /p/k links /p/k+1 (the last
+        none), and each page two other sites' home pages."""
+        n = self.config.pages_per_host
+        nxt = 0 if k is None else k + 1
+        links = [Link("#top", "Back to top")]
+        if nxt < n:
+            links.append(Link(f"/p/{nxt}.html", self.prose.phrase(rng, 2)))
+        others = [h for h in self.content_hosts if h != i]
+        links += [Link(f"http://{self.hosts[rng.choice(others)]}/", self.prose.phrase(rng, 3)) for _ in range(2)]
+        return links
+
     @staticmethod
     def _fragment(rng: random.Random) -> str:
         return f"#s{rng.randint(1, 6)}" if rng.random() < 0.25 else ""
@@ -313,8 +334,9 @@ class SampleWeb:
     def _home_links(self) -> list[Link]:
         links = [Link(f"http://{self.hosts[j]}/", self.site_name(j))
                  for j in range(1, len(self.hosts))]
-        links += [Link(f"http://{self.hosts[j]}/p/0.html", f"First page of {self.site_name(j)}")
-                  for j in self.content_hosts]
+        if self.config.site_shape == "mesh":
+            links += [Link(f"http://{self.hosts[j]}/p/0.html", f"First page of {self.site_name(j)}")
+                      for j in self.content_hosts]
         links += [Link(path, f"Special {path}") for path in HOME_SPECIAL_LINKS]
         return links
 
