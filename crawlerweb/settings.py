@@ -533,6 +533,11 @@ CRAWLER_SESSION_MAX_URLS = envint("CRAWLER_SESSION_MAX_URLS", 100, minimum=1)
 CRAWLER_SESSION_REFRESH_URLS = envint("CRAWLER_SESSION_REFRESH_URLS", 10, minimum=0)
 # Host sessions one process holds at once (each keeps one connection open).
 CRAWLER_SESSIONS_PER_PROCESS = envint("CRAWLER_SESSIONS_PER_PROCESS", 1000, minimum=1)
+# Hold only as many sessions as the process can pace at their hosts' delays (fetch/capacity.py:
+# a cap found by measuring how late due sessions start, between CRAWLER_FETCH_THREADS and
+# CRAWLER_SESSIONS_PER_PROCESS); off, a process takes sessions up to CRAWLER_SESSIONS_PER_PROCESS
+# and, when it cannot keep up, paces every host slower than its delay.
+CRAWLER_SESSIONS_PACED = envbool("CRAWLER_SESSIONS_PACED", True)
 # Sitemaps as link sources (indexer/linksources.py): the Sitemap: lines of robots.txt are
 # admitted and read for their URLs (a sitemap index one level deep); the sitemaps.org limits
 # per sitemap: URLs read, and bytes (the body cap for a sitemap, and for its gzip inflated).

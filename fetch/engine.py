@@ -54,6 +54,7 @@ from frontier import service as frontier
 from frontier.limits import LIMITS_RECHECK_SECONDS
 
 from . import recovery
+from .capacity import ADJUST_SECONDS, SessionCap
 from .parsepool import ParsePool
 from .session import PARKED, HostSession
 from .writer import Writer
@@ -77,6 +78,9 @@ class SessionEngine:
         self.fetch_threads = fetch_threads or settings.CRAWLER_FETCH_THREADS
         self.parse_processes = parse_processes
         self.max_sessions = max_sessions or settings.CRAWLER_SESSIONS_PER_PROCESS
+        # As many sessions as the process can pace at their hosts' delays (fetch/capacity.py).
+        self._cap = SessionCap(floor=self.fetch_threads if settings.CRAWLER_SESSIONS_PACED else self.max_sessions,
+                               ceiling=self.max_sessions)
         self.name = name
         self.worker = f"{socket.gethostname()}/{name}"  # names the requests' sender (crawl log, metrics)
         # Its heartbeat names it in the leases it runs (fetch/recovery.py).
@@ -171,18 +175,27 @@ class SessionEngine:
         with self._lock:
             return len(self._sessions) + self._opening
 
+    @property
+    def session_limit(self) -> int:
+        """Sessions it may hold now: what it can pace (fetch/capacity.py)."""
+        with self._lock:
+            return self._session_limit()
+
+    def _session_limit(self) -> int:  # holding the lock
+        return self._cap.adjust(time.monotonic(), len(self._sessions) + self._opening)
+
     def room(self) -> int:
         with self._lock:
-            return 0 if self._stopping else self.max_sessions - len(self._sessions) - self._opening
+            return 0 if self._stopping else max(0, self._session_limit() - len(self._sessions) - self._opening)
 
     def wait_for_room(self, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         with self._lock:
-            while len(self._sessions) + self._opening >= self.max_sessions and not self._stopping:
+            while len(self._sessions) + self._opening >= self._session_limit() and not self._stopping:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return False
-                self._changed.wait(left)
+                self._changed.wait(min(left, ADJUST_SECONDS))  # the cap may grow meanwhile
             return not self._stopping
 
     def submit(self, lease: frontier.Lease) -> bool:
@@ -306,7 +319,9 @@ class SessionEngine:
         shares = frontier.band_shares(loaded=waiting >= self.fetch_threads)
         bands = [b for b in range(3) if self._due[b]]
         chosen = bands[0] if len(bands) == 1 else _random.choices(bands, [shares[b] for b in bands])[0]
-        return heapq.heappop(self._due[chosen])[3]
+        _, when, _, session = heapq.heappop(self._due[chosen])
+        self._cap.stepped(time.monotonic() - when, session.clock.delay)
+        return session
 
     def _fetch_loop(self) -> None:
         try:

@@ -97,7 +97,7 @@ def run_embedded(threads: int | None = None, progress=None, max_seconds: float |
                 stats.released += beat.tick()
             room = min(engine.room(), settings.CRAWLER_DISPATCH_BATCH)
             # Under load: fewer than a fifth of the engine's sessions free.
-            loaded = engine.room() < 0.2 * engine.max_sessions
+            loaded = engine.room() < 0.2 * engine.session_limit
             leases = frontier.lease_ready_hosts(owner, room, loaded) if room > 0 else []
             for lease in leases:
                 engine.submit(lease)
