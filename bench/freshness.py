@@ -3,6 +3,18 @@ web, for a given recrawl budget, under each recrawl policy?
 
     python -m bench.freshness                      # 16 hosts x 25 pages, 60 days of 4 s, budget 0.3
     python -m bench.freshness --budget-ratio 0.2 --policies optimal,uniform --out var/bench-fresh-0.2
+    python -m bench.freshness --realtime --seconds 240 --budget-ratio 0.3 --policies optimal,uniform
+
+Real time (--realtime, issue 51).  The web's clock is the real one (a simulated day is a day)
+and its pages change as on a busy site: 10 % only in noise, 15 % never, 75 % from once per
+12 minutes to once every 2 seconds (changeweb's "realtime" profile), many faster than the
+shortest revisit interval, which no policy can keep fresh.  The crawler runs with the
+intervals scaled as a user would scale them (REALTIME_SETTINGS: shortest revisit 10 s,
+longest 4 hours, a plan every 2 s, a release every 0.5 s), the budget is --budget-ratio x
+the pages' summed true change rates (0.3: 7.6 revisits a second on the default web), and
+the per-class table is by true change period, in fetches per page-hour, beside the oracle's
+and uniform's allocations in theory (every visit on time).  Without --realtime the bench
+runs on its own compressed clock, described next.
 
 What it measures.  For each policy (CRAWLER_RECRAWL_POLICY), one after the other, it starts a
 fresh changing web (bench/changeweb, same seed, so every policy meets the same pages in the same
@@ -127,6 +139,24 @@ MIN_DAY_SECONDS = 4.0
 # True change rates per simulated day, for the per-class table: (name, low, high], "never" is 0.
 RATE_CLASSES = (("never", -1.0, 0.0), ("< weekly", 0.0, 1 / 7), ("weekly-daily", 1 / 7, 1.0),
                 ("1-8 a day", 1.0, 8.0), ("24-48 a day", 8.0, float("inf")))
+# --realtime: the crawler's recrawl settings (real seconds, issue 51), the politeness delay,
+# and the per-class table's classes: five equal steps of log change period from 2 s to 720 s
+# (rates per day, as the web's), slowest first; noise-only pages in a class of their own.
+REALTIME_SETTINGS = {"CRAWLER_RECRAWL_MIN_INTERVAL": 10.0, "CRAWLER_RECRAWL_MAX_INTERVAL": 14400.0,
+                     "CRAWLER_RECRAWL_EXPLORE_INTERVAL": 60.0, "CRAWLER_RECRAWL_RELEASE_SECONDS": 0.5,
+                     "CRAWLER_RECRAWL_PLAN_SECONDS": 2.0, "CRAWLER_RECRAWL_CARRY_SECONDS": 2.0}
+REALTIME_DELAY = 0.2
+REALTIME_SECONDS = 480.0
+
+
+def _realtime_classes() -> tuple:
+    periods = [2.0 * 360.0 ** (k / 5) for k in range(6)]  # 2, 6.5, 21, 68, 222, 720 s
+    steps = tuple((f"{periods[k]:.0f}-{periods[k + 1]:.0f} s", DAY / periods[k + 1], DAY / periods[k])
+                  for k in reversed(range(5)))
+    return (("never", -1.0, 0.0), ("noise", -1.0, 0.0)) + steps[:-1] + ((steps[-1][0], steps[-1][1], math.inf),)
+
+
+REALTIME_CLASSES = _realtime_classes()
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -137,6 +167,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                         help=f"real seconds per simulated day (default: {MIN_DAY_SECONDS:g}, or more when the "
                              f"budget would ask the crawler for more than {MAX_FETCH_RATE:g} fetches a real second)")
     parser.add_argument("--days", type=float, default=60.0, help="simulated days each policy crawls")
+    parser.add_argument("--realtime", action="store_true",
+                        help="the real clock and a web with pages faster than the shortest revisit interval "
+                             "(see above); --seconds per policy, --days and --day-seconds do not apply")
+    parser.add_argument("--seconds", type=float, default=REALTIME_SECONDS,
+                        help="--realtime: real seconds each policy crawls")
     parser.add_argument("--budget-ratio", type=float, default=0.3,
                         help="revisits per simulated day, as a share of the number of pages")
     parser.add_argument("--policies", default=",".join(POLICIES))
@@ -159,9 +194,19 @@ def parse_args(argv=None) -> argparse.Namespace:
         parser.error("--days, --day-seconds and --budget-ratio must be > 0")
     if not 0 <= args.history_days <= 1000:
         parser.error("--history-days must be in [0, 1000]")
+    realtime(args)
     if args.day_seconds is None:
         args.day_seconds = default_day_seconds(args)
     return args
+
+
+def realtime(args) -> None:
+    """--realtime: a simulated day is a real one, and the run lasts --seconds (args.days)."""
+    args.realtime = getattr(args, "realtime", False)
+    if args.realtime:
+        if args.seconds <= 0:
+            raise SystemExit("--seconds must be > 0")
+        args.day_seconds, args.days = DAY, args.seconds / DAY
 
 
 def default_day_seconds(args) -> float:
@@ -185,13 +230,26 @@ def crawler_settings(parser: argparse.ArgumentParser, items: list[str]) -> dict[
 def web_config(args) -> ChangeConfig:
     """The changing web's defaults but for the size, the clock and a cheap Crawl-delay; pages
     keep changing well past the end of the run (the horizon)."""
+    if getattr(args, "realtime", False):  # the changes of twice the run (a page every 2 s: a few hundred)
+        return ChangeConfig(hosts=args.hosts, pages_per_host=args.pages, port=0, seed=args.seed, day_seconds=DAY,
+                            horizon_days=2 * args.days + args.history_days, crawl_delay=REALTIME_DELAY,
+                            profile="realtime")
     return ChangeConfig(hosts=args.hosts, pages_per_host=args.pages, port=0, seed=args.seed,
                         day_seconds=args.day_seconds, horizon_days=max(400.0, 2 * args.days + args.history_days),
                         crawl_delay=POLITE_DELAY)
 
 
 def budget_per_sim_day(args) -> float:
+    """--budget-ratio x the pages (on the bench's clock), or x the pages' summed true change
+    rates (--realtime: a budget that keeps up with a share of the changes)."""
+    if getattr(args, "realtime", False):
+        web = ChangeWeb(web_config(args))
+        return args.budget_ratio * sum(web.rate(h, p) for h in range(args.hosts) for p in range(args.pages))
     return args.budget_ratio * args.hosts * args.pages
+
+
+def rate_classes(args) -> tuple:
+    return REALTIME_CLASSES if getattr(args, "realtime", False) else RATE_CLASSES
 
 
 def crawl_settings(args, policy: str, directory: Path, oracle_file: Path) -> dict[str, str]:
@@ -215,6 +273,8 @@ def crawl_settings(args, policy: str, directory: Path, oracle_file: Path) -> dic
         "CRAWLER_RECRAWL_CARRY_SECONDS": args.day_seconds,  # a plan period's budget, as by default
         "CRAWLER_DEFAULT_DELAY": POLITE_DELAY,
     }
+    if getattr(args, "realtime", False):
+        values |= REALTIME_SETTINGS | {"CRAWLER_DEFAULT_DELAY": REALTIME_DELAY}
     return {name: str(value) for name, value in values.items()} | args.set
 
 
@@ -472,20 +532,24 @@ def crawler_view(rows: dict[str, UrlRow], truth: Truth) -> dict:
             "urls_known": len(rows)}
 
 
-def rate_class(rate_per_day: float) -> str:
-    return next(name for name, low, high in RATE_CLASSES if low < rate_per_day <= high)
+def rate_class(rate_per_day: float, classes: tuple = RATE_CLASSES, noise: bool = False) -> str:
+    """The class of a true rate; noise-only pages in "noise" where the classes have one."""
+    names = [name for name, _, _ in classes]
+    if noise and "noise" in names:
+        return "noise"
+    return next(name for name, low, high in classes if low < rate_per_day <= high)
 
 
 def by_rate_class(requests: list[Request], truth: Truth, samples: Samples, window: tuple[float, float],
-                  rows: dict[str, UrlRow]) -> dict:
+                  rows: dict[str, UrlRow], classes: tuple = RATE_CLASSES) -> dict:
     """Per true-rate class: pages, visits per page per simulated day (steady window), freshness,
     and the median of the crawler's rate estimates at the end (per simulated day)."""
     sim_days = (window[1] - window[0]) / truth.config.day_seconds
     visits = Counter(f"http://{r.netloc}{r.path}" for r in requests
                      if r.path.startswith("/page/") and window[0] <= r.start <= window[1])
-    classes = {name: {"pages": 0, "visits": 0, "fresh": 0, "estimates": []} for name, _, _ in RATE_CLASSES}
+    entries = {name: {"pages": 0, "visits": 0, "fresh": 0, "estimates": []} for name, _, _ in classes}
     for page in truth.pages():
-        entry = classes[rate_class(page.rate_per_day)]
+        entry = entries[rate_class(page.rate_per_day, classes, page.noise)]
         entry["pages"] += 1
         entry["visits"] += visits[page.url]
         entry["fresh"] += samples.fresh_by_url[page.url]
@@ -496,7 +560,7 @@ def by_rate_class(requests: list[Request], truth: Truth, samples: Samples, windo
                    "visits_per_page_day": e["visits"] / e["pages"] / sim_days if e["pages"] else None,
                    "freshness": e["fresh"] / e["pages"] / samples.count if e["pages"] and samples.count else None,
                    "estimated_rate_median": statistics.median(e["estimates"]) if e["estimates"] else None}
-            for name, e in classes.items()}
+            for name, e in entries.items()}
 
 
 # ------------------------------------------------------------------ one policy
@@ -542,7 +606,7 @@ def run_policy(policy: str, args, out: Path, template: Path) -> dict:
         "waiting_max": max(samples.waiting, default=None),
         **traffic(requests, truth, window),
         **crawler_view(rows, truth),
-        "by_rate_class": by_rate_class(requests, truth, samples, window, rows),
+        "by_rate_class": by_rate_class(requests, truth, samples, window, rows, rate_classes(args)),
         "series": samples.series,
         "settings": settings,
         "crawler_code": code,
@@ -555,18 +619,31 @@ def run_policy(policy: str, args, out: Path, template: Path) -> dict:
 
 # ------------------------------------------------------------------ report
 
-def predicted_freshness(args) -> dict[str, float]:
+def predicted_freshness(args) -> dict:
     """Cho & Garcia-Molina's time-averaged freshness with the true rates and exactly this budget,
-    every visit on time (in simulated days): the best uniform and optimal (the oracle) can do.
-    Index pages (rate 0) share the budget, as in the crawler."""
-    rates = [page.rate_per_day for page in Truth(web_config(args), 0.0).pages()]
-    budget, bounds = budget_per_sim_day(args), (1 / 24, 60.0)
+    every visit on time (in simulated days): the best uniform and optimal (the oracle) can do,
+    in all and by class of true rate ("by_class": visits per page per simulated day and
+    freshness of each). Index pages (rate 0) share the budget, as in the crawler; the bounds
+    are the crawler's revisit intervals."""
+    pages = list(Truth(web_config(args), 0.0).pages())
+    rates = [page.rate_per_day for page in pages]
+    scaled = crawl_settings(args, "oracle", Path("."), Path("."))
+    bounds = tuple(float(scaled[name]) / args.day_seconds
+                   for name in ("CRAWLER_RECRAWL_MIN_INTERVAL", "CRAWLER_RECRAWL_MAX_INTERVAL"))
+    budget = budget_per_sim_day(args)
     groups = [changerate.Group(rate, 1.0, n) for rate, n in Counter(rates + [0.0] * args.hosts).items()]
-    plan = changerate.solve_price(groups, budget, *bounds, explore_interval=1.0)
+    plan = changerate.solve_price(groups, budget, *bounds, explore_interval=bounds[0])
     uniform_freq = budget / (len(rates) + args.hosts)
-    return {"uniform": sum(changerate.freshness(r, uniform_freq) for r in rates) / len(rates),
-            "optimal": sum(changerate.freshness(r, 1 / changerate.interval_for(r, 1.0, plan, *bounds))
-                           for r in rates) / len(rates)}
+    freqs = {"uniform": lambda r: uniform_freq,
+             "optimal": lambda r: 1 / changerate.interval_for(r, 1.0, plan, *bounds)}
+    out = {name: sum(changerate.freshness(r, freq(r)) for r in rates) / len(rates) for name, freq in freqs.items()}
+    by_class = {}
+    for name, _, _ in rate_classes(args):
+        members = [p.rate_per_day for p in pages if rate_class(p.rate_per_day, rate_classes(args), p.noise) == name]
+        by_class[name] = {policy: (statistics.mean(freq(r) for r in members),
+                                   statistics.mean(changerate.freshness(r, freq(r)) for r in members))
+                          if members else None for policy, freq in freqs.items()}
+    return out | {"by_class": by_class}
 
 
 def add_gains(results: dict[str, dict]) -> None:
@@ -626,13 +703,38 @@ def table(results: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def class_table(results: dict[str, dict]) -> str:
+def class_table(results: dict[str, dict], args=None, predicted: dict | None = None) -> str:
+    """Visits and freshness by class of true rate, per policy; on --realtime, visits per page
+    and real hour, the crawler's estimate as a change period (median, seconds), and the
+    theory's uniform and oracle beside."""
     policies = list(results)
-    lines = ["| true rate (per day) | pages | " + " | ".join(f"{p} visits/day, F, est. rate" for p in policies) + " |",
-             "|---|---|" + "---|" * len(policies)]
-    for name, _, _ in RATE_CLASSES:
-        cells = [", ".join(_fmt(results[p]["by_rate_class"][name][key], ".2f")
-                           for key in ("visits_per_page_day", "freshness", "estimated_rate_median")) for p in policies]
+    realtime = getattr(args, "realtime", False)
+    if not realtime:
+        lines = ["| true rate (per day) | pages | " + " | ".join(f"{p} visits/day, F, est. rate" for p in policies)
+                 + " |", "|---|---|" + "---|" * len(policies)]
+        for name, _, _ in RATE_CLASSES:
+            cells = [", ".join(_fmt(results[p]["by_rate_class"][name][key], ".2f")
+                               for key in ("visits_per_page_day", "freshness", "estimated_rate_median"))
+                     for p in policies]
+            pages = results[policies[0]]["by_rate_class"][name]["pages"]
+            lines.append(f"| {name} | {pages} | " + " | ".join(cells) + " |")
+        return "\n".join(lines)
+    per_hour = 3600.0 / args.day_seconds
+    theory = ("uniform", "optimal") if predicted else ()
+    lines = ["| changes every | pages | " + " | ".join(f"{p}: fetches/h, F, est. period" for p in policies)
+             + "".join(f" | {'oracle' if t == 'optimal' else t} (theory): fetches/h, F" for t in theory) + " |",
+             "|---|---|" + "---|" * (len(policies) + len(theory))]
+    for name, _, _ in REALTIME_CLASSES:
+        cells = []
+        for p in policies:
+            entry = results[p]["by_rate_class"][name]
+            visits, estimate = entry["visits_per_page_day"], entry["estimated_rate_median"]
+            cells.append(f"{_fmt(None if visits is None else visits * per_hour, '.0f')}, "
+                         f"{_fmt(entry['freshness'], '.2f')}, "
+                         f"{'-' if not estimate else format(DAY / estimate, '.0f') + ' s'}")
+        for t in theory:
+            value = predicted["by_class"][name][t]
+            cells.append("-" if value is None else f"{value[0] * per_hour:.0f}, {value[1]:.2f}")
         pages = results[policies[0]]["by_rate_class"][name]["pages"]
         lines.append(f"| {name} | {pages} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -641,6 +743,15 @@ def class_table(results: dict[str, dict]) -> str:
 def preamble(args) -> str:
     pages = args.hosts * args.pages
     budget = budget_per_sim_day(args)
+    if getattr(args, "realtime", False):
+        return (f"Changing web, real time: {args.hosts} hosts x {args.pages} pages (seed {args.seed}), pages "
+                f"changing every 2 s to 12 min (changeweb's realtime profile), {args.seconds:g} s per policy.\n"
+                f"Budget: {args.budget_ratio:g} x the summed true change rates = {budget / DAY:.2f} fetches a second "
+                f"(each page once every {pages * DAY / budget:.0f} s on average).\n"
+                f"Settings: " + ", ".join(f"{k}={v:g}" for k, v in REALTIME_SETTINGS.items())
+                + f", CRAWLER_DEFAULT_DELAY and Crawl-delay {REALTIME_DELAY:g}.\n"
+                f"Averages over the steady window: from {WARMUP_SHARE * args.seconds:g} s to {args.seconds:g} s."
+                + "".join(f"\nSet: {name}={value}" for name, value in args.set.items()))
     polite = args.hosts / POLITE_DELAY * args.day_seconds
     seconds = args.days * args.day_seconds
     return (f"Changing web: {args.hosts} hosts x {args.pages} pages (seed {args.seed}), a simulated day = "
@@ -677,7 +788,7 @@ def main(argv=None) -> int:
               "window_sim_days": [WARMUP_SHARE * args.days, args.days], "predicted_freshness": predicted,
               "policies": results}
     (out / "freshness.json").write_text(json.dumps(report, indent=1))
-    print("\n" + table(results) + "\n\n" + class_table(results))
+    print("\n" + table(results) + "\n\n" + class_table(results, args, predicted))
     print("\n" + later_half(results, args))
     print("\n" + expected_line(results))
     print(f"\nTheory (true rates, this budget, every visit on time): uniform {predicted['uniform']:.3f}, "

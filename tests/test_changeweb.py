@@ -404,3 +404,24 @@ def test_the_info_file_and_the_truth_command(tmp_path):
                 for p in server.truth.pages()]
     assert lines == expected and len(lines) == 12
     assert lines[0]["url"] == f"http://127.0.3.1:{info['config']['port']}/page/0"
+
+
+def test_the_realtime_profile_has_pages_faster_than_any_revisit_interval():
+    """Issue 51's web: 10 % noise, 15 % never changing, the rest from one change per 12
+    minutes to one every 2 seconds (rates per day of a web served on the real clock)."""
+    from bench.changeweb.model import REALTIME_RATES
+    web = ChangeWeb(ChangeConfig(hosts=40, pages_per_host=25, day_seconds=86400.0, horizon_days=0.01,
+                                 profile="realtime"))
+    pages = [(h, p) for h in range(40) for p in range(25)]
+    rates = [web.rate(h, p) for h, p in pages]
+    noise = sum(web.is_noise(h, p) for h, p in pages)
+    never = sum(1 for (h, p), r in zip(pages, rates) if r == 0 and not web.is_noise(h, p))
+    changing = [r for r in rates if r > 0]
+    assert noise == 100 and 0.11 < never / 1000 < 0.19
+    assert REALTIME_RATES[0] <= min(changing) and max(changing) <= REALTIME_RATES[1]
+    assert sum(1 for r in changing if r > 86400 / 10) > 0.15 * len(changing)  # faster than a 10 s revisit
+    assert "--profile" in ChangeConfig(profile="realtime").to_argv()
+    with pytest.raises(ValueError):
+        ChangeConfig(profile="hourly")
+    # the default profile is unchanged by the new one
+    assert ChangeWeb(ChangeConfig(seed=3)).rate(1, 2) == ChangeWeb(ChangeConfig(seed=3, profile="days")).rate(1, 2)

@@ -135,3 +135,27 @@ def test_the_expected_freshness_of_regular_visits_is_cho_and_garcia_molinas():
     rate = pages[0].rate_per_day
     before = (math.exp(-rate * 1.0) - math.exp(-rate * 21.0)) / rate if rate else 20.0
     assert freshness.expected_freshness(requests, truth, window) == pytest.approx(expected + before / 20 / len(pages))
+
+
+def test_the_realtime_mode_runs_on_the_real_clock_with_the_intervals_a_user_would_set(tmp_path):
+    """Issue 51: --realtime serves the realtime profile on the real clock (a simulated day
+    is a day), with the shortest revisit 10 s, and a budget that is a share of the changes."""
+    args = freshness.parse_args(["--realtime", "--seconds", "120", "--budget-ratio", "0.3", "--hosts", "4"])
+    assert (args.day_seconds, args.days) == (86400.0, pytest.approx(120 / 86400))
+    config = freshness.web_config(args)
+    assert config.profile == "realtime" and config.horizon_days * 86400 == pytest.approx(240)
+    settings = freshness.crawl_settings(args, "optimal", tmp_path, tmp_path / "rates.jsonl")
+    assert {name: float(settings[name]) for name in freshness.REALTIME_SETTINGS} == freshness.REALTIME_SETTINGS
+    assert float(settings["CRAWLER_DEFAULT_DELAY"]) == freshness.REALTIME_DELAY
+    rates = sum(page.rate_per_day for page in freshness.Truth(config, 0.0).pages())
+    assert float(settings["CRAWLER_RECRAWL_BUDGET_PER_DAY"]) == pytest.approx(0.3 * rates)
+    # the per-class table's classes: by change period, noise apart
+    assert [name for name, _, _ in freshness.REALTIME_CLASSES] == [
+        "never", "noise", "222-720 s", "68-222 s", "21-68 s", "6-21 s", "2-6 s"]
+    assert freshness.rate_class(86400 / 3, freshness.REALTIME_CLASSES) == "2-6 s"
+    assert freshness.rate_class(0.0, freshness.REALTIME_CLASSES, noise=True) == "noise"
+    assert freshness.rate_class(0.0, freshness.RATE_CLASSES, noise=True) == "never"
+    predicted = freshness.predicted_freshness(args)  # the oracle gives the hopeless class almost nothing
+    oracle = predicted["by_class"]
+    assert oracle["2-6 s"]["optimal"][0] < oracle["222-720 s"]["optimal"][0] < oracle["21-68 s"]["optimal"][0]
+    assert "real time" in freshness.preamble(args)

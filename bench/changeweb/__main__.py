@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--noise-fraction", type=float, default=d.noise_fraction)
     serve.add_argument("--latency", type=float, default=d.latency,
                        help="real seconds every response waits")
+    serve.add_argument("--profile", choices=("days", "realtime"), default=d.profile,
+                       help="the spread of change rates (realtime: pages changing every 2 s to 12 min)")
     serve.add_argument("--log", default=None, help="request log file (truncated)")
     serve.add_argument("--info", default=None, help="info JSON file written when ready")
     serve.add_argument("--epoch", type=float, default=None,
@@ -58,7 +60,8 @@ def main(argv=None) -> int:
                               seed=args.seed, day_seconds=args.day_seconds,
                               horizon_days=args.horizon_days, crawl_delay=args.crawl_delay,
                               validators_fraction=args.validators_fraction,
-                              noise_fraction=args.noise_fraction, latency=args.latency)
+                              noise_fraction=args.noise_fraction, latency=args.latency,
+                              profile=args.profile)
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -45,6 +45,13 @@ NEVER_FRACTION = 0.1
 FAST_FRACTION = 0.1
 SLOW_RATES = (1 / 365, 8.0)
 FAST_RATES = (24.0, 48.0)
+# The "realtime" profile (issue 51), for a web served on the real clock (day_seconds 86400):
+# of all pages 10 % noise-only (noise_fraction), 15 % never change, and 75 % Poisson,
+# log-uniform from one change per 12 minutes to one per 2 seconds, many of them faster than
+# any revisit interval a crawler may use (hopeless to keep fresh at any budget).
+REALTIME_NEVER_SHARE = 0.15            # of all pages; drawn among the pages that are not noise
+REALTIME_RATES = (86400 / 720, 86400 / 2)
+PROFILES = ("days", "realtime")
 PAGE_WORDS = (300, 800)
 STABLE_SHARE = 0.4                    # of a page's words, the part no version changes
 
@@ -73,6 +80,7 @@ class ChangeConfig:
     validators_fraction: float = 0.75 # hosts sending ETag/Last-Modified and answering 304
     noise_fraction: float = 0.1       # pages whose bytes differ on every response
     latency: float = 0.0              # real seconds before every response
+    profile: str = "days"             # the spread of rates: "days" (above) or "realtime"
 
     def __post_init__(self):
         problems = []
@@ -88,6 +96,8 @@ class ChangeConfig:
             problems.append("crawl_delay and latency must be >= 0")
         if not (0 <= self.validators_fraction <= 1 and 0 <= self.noise_fraction <= 1):
             problems.append("fractions must be in [0, 1]")
+        if self.profile not in PROFILES:
+            problems.append(f"profile must be one of {', '.join(PROFILES)}")
         if problems:
             raise ValueError("; ".join(problems))
 
@@ -100,7 +110,8 @@ class ChangeConfig:
                 "--seed", str(self.seed), "--day-seconds", repr(float(self.day_seconds)),
                 "--horizon-days", repr(float(self.horizon_days)), "--crawl-delay", repr(float(self.crawl_delay)),
                 "--validators-fraction", repr(float(self.validators_fraction)),
-                "--noise-fraction", repr(float(self.noise_fraction)), "--latency", repr(float(self.latency))]
+                "--noise-fraction", repr(float(self.noise_fraction)), "--latency", repr(float(self.latency)),
+                "--profile", self.profile]
 
     def sim_day(self, wall_time: float, epoch: float) -> float:
         return (wall_time - epoch) / self.day_seconds
@@ -109,10 +120,17 @@ class ChangeConfig:
         return epoch + sim_day * self.day_seconds
 
 
-def draw_rate(key: str) -> float:
-    """A change rate (per simulated day) from the spread above, fixed by `key`."""
+def draw_rate(key: str, profile: str = "days", noise_fraction: float = 0.0) -> float:
+    """A change rate (per simulated day) from the profile's spread, fixed by `key`; for the
+    realtime profile, the never-changing share is of all pages, `noise_fraction` of which
+    are noise (drawn apart)."""
     rng = random.Random(key)
     draw = rng.random()
+    if profile == "realtime":
+        if draw < REALTIME_NEVER_SHARE / max(1e-9, 1.0 - noise_fraction):
+            return 0.0
+        low, high = (math.log(r) for r in REALTIME_RATES)
+        return math.exp(rng.uniform(low, high))
     if draw < NEVER_FRACTION:
         return 0.0
     if draw < NEVER_FRACTION + FAST_FRACTION:
@@ -276,7 +294,8 @@ class ChangeWeb:
         """Changes per simulated day (0 for noise pages: their real content never changes)."""
         if self.is_noise(host, page):
             return 0.0
-        return draw_rate(f"changeweb-rate:{self.config.seed}:{host}:{page}")
+        return draw_rate(f"changeweb-rate:{self.config.seed}:{host}:{page}", self.config.profile,
+                         self.config.noise_fraction)
 
     def events(self, host: int, page: int) -> tuple[float, ...]:
         """Simulated days at which the page changes, ascending (computed once)."""

@@ -22,6 +22,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--seeds", default="1-8", help="changing-web seeds: 1-8, or 1,3,5")
     parser.add_argument("--policies", default="optimal,uniform,oracle")
     parser.add_argument("--days", type=float, default=60.0)
+    parser.add_argument("--realtime", action="store_true",
+                        help="bench.freshness's real-time web and settings (issue 51): --seconds of real time")
+    parser.add_argument("--seconds", type=float, default=freshness.REALTIME_SECONDS)
     parser.add_argument("--hosts", type=int, default=16)
     parser.add_argument("--pages", type=int, default=25)
     parser.add_argument("--day-seconds", type=float, default=None)
@@ -45,6 +48,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     args.set = freshness.crawler_settings(parser, args.set)
     if min(args.lag, args.session_tail, args.first_spacing) < 0:
         parser.error("--lag, --session-tail and --first-spacing must be >= 0")
+    freshness.realtime(args)
     if args.day_seconds is None:
         args.day_seconds = freshness.default_day_seconds(args)
     return args
@@ -57,11 +61,16 @@ def main(argv=None) -> int:
     with concurrent.futures.ProcessPoolExecutor(args.jobs, mp_context=context, max_tasks_per_child=1) as pool:
         results = list(pool.map(run_one, jobs))
     by = {(r["policy"], r["seed"]): r for r in results}
+    if args.realtime:
+        print(f"real time: budget {args.budget_ratio:g} x the summed true rates "
+              f"(seed {args.seeds[0]}: {freshness.budget_per_sim_day(argparse.Namespace(**vars(args), seed=args.seeds[0])) / freshness.DAY:.2f}"
+              f" fetches a second), {args.seconds:g} s; ", end="")
     print(f"budget {args.budget_ratio:g}, {args.hosts}x{args.pages} pages, day {args.day_seconds:g} s, "
           f"{args.days:g} days, lag {args.lag:g} s, session tail {args.session_tail:g} s, "
           f"first crawl {args.first_spacing:g} s a page, seeds {args.seeds[0]}..{args.seeds[-1]}"
           + "".join(f", {k}={v}" for k, v in args.set.items()))
-    print(summary_table(args, by) + "\n\n" + window_table(args, by) + "\n\n" + class_table(args, by))
+    print(summary_table(args, by) + "\n\n" + window_table(args, by) + "\n\n" + class_table(args, by)
+          + "\n\n" + class_table(args, by, "later_visits_by_class"))
     return 0
 
 
@@ -117,17 +126,23 @@ def window_table(args, by: dict) -> str:
     return "\n".join(lines)
 
 
-def class_table(args, by: dict) -> str:
-    names = list(by[(args.policies[0], args.seeds[0])]["visits_by_class"])
-    lines = ["| policy | " + " | ".join(f"{name}: visits/day, F" for name in names) + " |",
+def class_table(args, by: dict, key: str = "visits_by_class") -> str:
+    """Visits per page and simulated day (per real hour with --realtime) and freshness by
+    class of true rate, mean over the seeds; with key "later_visits_by_class", the visits of
+    the later half of the window (freshness still the whole window's)."""
+    names = list(by[(args.policies[0], args.seeds[0])][key])
+    unit, per = ("fetches/h", 3600.0 / args.day_seconds) if args.realtime else ("visits/day", 1.0)
+    later = " (later half)" if key.startswith("later") else ""
+    lines = ["| policy | " + " | ".join(f"{name}: {unit}{later}, F" for name in names) + " |",
              "|---|" + "---|" * len(names)]
     for policy in args.policies:
         rows = [by[(policy, seed)] for seed in args.seeds]
         cells = []
         for name in names:
-            visits = [r["visits_by_class"][name] for r in rows if r["visits_by_class"][name] is not None]
+            visits = [r[key][name] for r in rows if r[key][name] is not None]
             fresh = [r["fresh_by_class"][name] for r in rows if r["fresh_by_class"][name] is not None]
-            cells.append(f"{statistics.mean(visits):.3f}, {statistics.mean(fresh):.3f}" if visits else "-")
+            cells.append(f"{statistics.mean(visits) * per:.{0 if args.realtime else 3}f}, {statistics.mean(fresh):.3f}"
+                         if visits else "-")
         lines.append(f"| {policy} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -35,6 +35,7 @@ from email.utils import formatdate
 from django.conf import settings
 
 from bench.changeweb.model import ChangeConfig, ChangeWeb
+from bench import freshness
 from bench.freshness import WARMUP_SHARE, expected_fresh_seconds  # the real bench's window and arithmetic
 from frontier import belief, planning, recrawl
 from frontier.vocabulary import Observation
@@ -61,6 +62,7 @@ class Page:
     state: str = "new"          # new, fetched, queued
     seen_version: int = 0       # the version the last visit saw
     stores: list = field(default_factory=list)  # (real second, version) of the stored copy
+    noise: bool = False         # a noise-only page (the crawler's text comparison sees it unchanged)
 
     def version(self, t: float) -> int:
         return bisect.bisect_right(self.events, t)
@@ -74,6 +76,7 @@ class Result:
     fetches_per_day: float
     budget_used: float
     visits_by_class: dict
+    later_visits_by_class: dict  # the later half of the window alone: the plan once the rates are learnt
     fresh_by_class: dict
     by_window: list  # freshness in each WINDOW_DAYS of the crawl, from day 0
 
@@ -86,30 +89,35 @@ class HostSession:
     taken: set      # the page indices it fetches: it takes none twice
 
 
-RATE_CLASSES = (("never", -1.0, 0.0), ("< weekly", 0.0, 1 / 7), ("weekly-daily", 1 / 7, 1.0),
-                ("1-8 a day", 1.0, 8.0), ("24-48 a day", 8.0, float("inf")))
+RATE_CLASSES = freshness.RATE_CLASSES  # bench.freshness's classes (REALTIME_CLASSES for the realtime web)
 
 
-def rate_class(rate_per_day: float) -> str:
-    return next(name for name, low, high in RATE_CLASSES if low < rate_per_day <= high)
+def rate_class(rate_per_day: float, classes: tuple = RATE_CLASSES, noise: bool = False) -> str:
+    return freshness.rate_class(rate_per_day, classes, noise)
 
 
 class Simulation:
     def __init__(self, *, hosts: int, pages: int, seed: int, day_seconds: float, days: float, budget_ratio: float,
                  history_days: float = 0.0, lag: float = LAG, startup: float = 1.0, rng_seed: int = 0,
-                 session_tail: float = SESSION_TAIL, first_spacing: float = FIRST_SPACING):
+                 session_tail: float = SESSION_TAIL, first_spacing: float = FIRST_SPACING,
+                 profile: str = "days", budget_per_day: float | None = None, classes: tuple = RATE_CLASSES):
+        """`profile`: the changing web's spread of rates (bench.changeweb); `budget_per_day`:
+        revisits per simulated day (default budget_ratio x the pages); `classes`: the
+        per-class table's classes of true rate."""
         self.day_seconds, self.days = day_seconds, days
         self.session_tail, self.first_spacing = session_tail, first_spacing
         self.host_sessions: list[HostSession | None] = [None] * hosts  # each host's latest session
         self.end = days * day_seconds
-        self.budget_per_day = budget_ratio * hosts * pages        # per simulated day
+        self.budget_per_day = budget_ratio * hosts * pages if budget_per_day is None else budget_per_day
+        self.classes = classes
         self.lag = lag
         self.rng = random.Random(f"recrawlsim:{seed}:{rng_seed}")
         # The web's day 0 is `startup` real seconds (and history_days) before the first request.
         self.offset = startup + history_days * day_seconds
         self.wall0 = 1_800_000_000.0 + self.rng.random()         # a wall clock with a fraction of a second
+        horizon = max(400.0, 2 * days + history_days) if profile == "days" else 2 * days + history_days + 1e-3
         config = ChangeConfig(hosts=hosts, pages_per_host=pages, seed=seed, day_seconds=day_seconds,
-                              horizon_days=max(400.0, 2 * days + history_days))
+                              horizon_days=horizon, profile=profile)
         web = ChangeWeb(config)
         self.pages: list[Page] = []
         for host in range(hosts):
@@ -118,7 +126,7 @@ class Simulation:
             for page in range(pages):
                 events = tuple(day * day_seconds - self.offset for day in web.events(host, page))
                 self.pages.append(Page(f"http://h{host}.test/page/{page}", host, page, web.rate(host, page),
-                                       events, validators, PAGE_PRIORITY))
+                                       events, validators, PAGE_PRIORITY, noise=web.is_noise(host, page)))
         self.scored = [p for p in self.pages if p.page is not None]
         recrawl._oracle = (settings.CRAWLER_RECRAWL_ORACLE_RATES,
                            {p.url: p.rate / day_seconds for p in self.pages})  # per real second
@@ -203,15 +211,15 @@ class Simulation:
             self.before_plan(observed)
         pages = len(observed)
         first_looks = sum(1 for p in observed if not p.row.get("change_stats"))  # planning.observed_counts
-        price, prior = 0.0, ()
+        price, prior, probe = 0.0, (), None
         if policy == "optimal":
-            price, fitted, _ = planning.solve([(p.row["change_stats"], p.priority) for p in observed], pages,
+            price, fitted, _, probe = planning.solve([(p.row["change_stats"], p.priority) for p in observed], pages,
                                               first_looks, self.prior_text, budget)
-            self.prior_text = belief.prior_to_text(recrawl._grid(), fitted)
+            self.prior_text = belief.prior_to_text(recrawl._grid(), fitted, probe)
             prior = tuple(fitted)
         elif policy == "oracle":
             price = planning.oracle_solve(((p.url, p.priority) for p in observed), budget).price
-        self.plan = recrawl.PlanView(math.inf if pages == 0 else price, 0.0, pages, prior, first_looks)
+        self.plan = recrawl.PlanView(math.inf if pages == 0 else price, 0.0, pages, prior, first_looks, probe)
         if policy == "adaptive" or not pages:
             return
         now = self.when(t)
@@ -285,27 +293,33 @@ class Simulation:
         windows = [(k * step, min(self.end, (k + 1) * step)) for k in range(int(math.ceil(self.end / step - 1e-9)))]
         fresh = later = 0.0
         by_window = [0.0] * len(windows)
-        pages, fresh_by, visits = Counter(), Counter(), Counter()
+        pages, fresh_by, visits, later_visits = Counter(), Counter(), Counter(), Counter()
         for page in self.scored:
             spans = self.fresh_spans(page)
             fresh += _overlap(spans, start, self.end)
             later += _overlap(spans, middle, self.end)
             for k, (a, b) in enumerate(windows):
                 by_window[k] += _overlap(spans, a, b) / (b - a)
-            pages[rate_class(page.rate)] += 1
-            fresh_by[rate_class(page.rate)] += _overlap(spans, start, self.end) / (self.end - start)
+            name = rate_class(page.rate, self.classes, page.noise)
+            pages[name] += 1
+            fresh_by[name] += _overlap(spans, start, self.end) / (self.end - start)
         window_days = (self.end - start) / self.day_seconds
         steady = [page for t, page in self.fetch_times if t >= start]
-        visits.update(rate_class(page.rate) for page in steady if page.page is not None)
+        visits.update(rate_class(page.rate, self.classes, page.noise) for page in steady if page.page is not None)
+        later_visits.update(rate_class(page.rate, self.classes, page.noise) for t, page in self.fetch_times
+                            if t >= middle and page.page is not None)
+        later_days = (self.end - middle) / self.day_seconds
         n = len(self.scored)
         return Result(freshness=fresh / n / (self.end - start), later_freshness=later / n / (self.end - middle),
                       expected_freshness=self.expected_fresh_time(start) / n / (self.end - start),
                       fetches_per_day=len(steady) / window_days,
                       budget_used=len(steady) / window_days / self.budget_per_day,
                       visits_by_class={name: visits[name] / pages[name] / window_days if pages[name] else None
-                                       for name, _, _ in RATE_CLASSES},
+                                       for name, _, _ in self.classes},
+                      later_visits_by_class={name: later_visits[name] / pages[name] / later_days if pages[name] else None
+                                             for name, _, _ in self.classes},
                       fresh_by_class={name: fresh_by[name] / pages[name] if pages[name] else None
-                                      for name, _, _ in RATE_CLASSES},
+                                      for name, _, _ in self.classes},
                       by_window=[f / n for f in by_window])
 
     def expected_fresh_time(self, start: float) -> float:
