@@ -42,6 +42,20 @@ how rates spread over its pages; each page's visits then narrow that spread down
    release's token bucket absorbs). Each page's marginal value is tabulated at TABLE
    frequencies between the bounds; a visit's frequency is read from the same table, so the
    plan and the visits agree.
+6. Hopeless pages, and censored ones (issue 51). A rate λ is past the budget's reach when
+   even the least frequent visit buys less than the price, w·φ(λ/f_min)/λ <= μ (about
+   λ >= w/μ: importance w raises the threshold); the optimum gives such a page the least
+   visits. A page changed at every visit and never dated (censored) is only known to change
+   at least about once an interval: its likelihood is flat above that, so its posterior
+   stays split between "hopeless" and "worth chasing", and planned by it the page sits at
+   the interval where the two balance, where no visit ever tells them apart (on a web with
+   pages changing every 2-6 s and a 10 s shortest interval: 85 fetches an hour to such
+   pages, where the optimum gives 15). Such a page, while its posterior is split (at least
+   PROBE_SPLIT each side) and would visit it more than the least, probes: it is looked at
+   the shortest interval (or as often as the plan's share of exploring allows), PROBES
+   times at most. Seen unchanged there it is worth chasing; changed there too it is at
+   least that fast, and its posterior gives it the least visits. Being changed at every
+   visit is never itself a reason to come back sooner.
 """
 
 import json
@@ -165,8 +179,53 @@ def value_curve(post: list[float], rates: tuple[float, ...], freqs: tuple[float,
     return curve
 
 
-def frequency(curve: list[float], freqs: tuple[float, ...], weight: float, price: float) -> float:
-    """The frequency at which weight × curve equals the price, within the table's bounds."""
+def frequency(curve: list[float], freqs: tuple[float, ...], weight: float, price: float,
+              probe: tuple[float, list[tuple[float, float]]] | None = None) -> float:
+    """The frequency at which weight × curve equals the price, within the table's bounds;
+    for a page that may probe, `probe` = (the plan's frequency of probes, probe_of(post)):
+    that frequency (if more) when its posterior is split at this price, at least PROBE_SPLIT
+    of it past the budget's reach and as much within it (hopeless_share), and would visit it
+    more than the least. A page surely hopeless gets the least visits at once, one surely
+    worth chasing its own. Both are counted smoothly in the price (the split over a
+    half-octave of it, the least visits up to twice them), so that a group of alike pages
+    does not start or stop probing all at one price: the plan's spend stays continuous."""
+    wanted = _frequency(curve, freqs, weight, price)
+    if probe is None:
+        return wanted
+    if price <= 0.0 or weight <= 0.0 or curve[0] <= 0.0:
+        return wanted
+    share = _share(probe[1], weight, price)
+    gate = min(1.0, max(0.0, 2.0 * min(share, 1.0 - share) / PROBE_SPLIT - 1.0))  # 0 below split/2, 1 from split
+    # and only while the posterior would visit it more than the least (fully from twice that)
+    gate *= min(1.0, max(0.0, math.log2(wanted / freqs[0])))
+    return wanted + gate * max(0.0, min(probe[0], freqs[-1]) - wanted)
+
+
+def _share(probe: list[tuple[float, float]], weight: float, price: float) -> float:
+    """Σ mass over rates whose value at the least frequency is below the price, each rate's
+    step spread over a half-octave of price."""
+    if price <= 0.0 or weight <= 0.0:
+        return 0.0 if price <= 0.0 else 1.0
+    total = 0.0
+    for value, mass in probe:
+        if value <= 0.0:
+            total += mass
+            continue
+        total += mass * min(1.0, max(0.0, 0.5 + math.log(price / (weight * value)) / _HALF_OCTAVE))
+    return total
+
+
+_HALF_OCTAVE = 0.5 * math.log(2.0)
+
+
+def probe_of(post: list[float], rates: tuple[float, ...], freqs: tuple[float, ...]) -> list[tuple[float, float]]:
+    """(φ(λ/f_min)/λ, posterior mass) of every changing grid rate: hopeless_share at any
+    weight and price."""
+    table = _marginal_table(rates, freqs)
+    return [(row[0], mass) for mass, rate, row in zip(post, rates, table) if rate > 0.0 and mass > _NEGLIGIBLE]
+
+
+def _frequency(curve: list[float], freqs: tuple[float, ...], weight: float, price: float) -> float:
     if weight <= 0.0 or curve[0] <= 0.0:
         return freqs[0]  # worthless, or always fresh: the least visits
     target = price / weight
@@ -186,23 +245,55 @@ def frequency(curve: list[float], freqs: tuple[float, ...], weight: float, price
     return freqs[low] * (freqs[high] / freqs[low]) ** min(1.0, max(0.0, share))
 
 
+def hopeless_share(post: list[float], rates: tuple[float, ...], freqs: tuple[float, ...], weight: float,
+                   price: float) -> float:
+    """The posterior mass at rates the budget cannot follow: where even the least frequent
+    visit buys less than the price (w·φ(λ/f_min)/λ <= μ, about λ >= w/μ), so that Cho &
+    Garcia-Molina's optimum gives the page the least visits (each rate's step spread over a
+    half-octave of price). A weightier page has a higher threshold: importance is what may
+    make a fast page worth chasing."""
+    return _share(probe_of(post, rates, freqs), weight, price)
+
+
+# A page whose visits all saw a change, undated (censored), is looked at the shortest
+# interval (the plan's frequency of probes), PROBES times at most (probes), while its
+# posterior leaves at least PROBE_SPLIT of its mass both past the budget's reach and within
+# it (frequency).
+PROBES = 4
+PROBE_SPLIT = 0.1
+
+
+def censored(stats) -> bool:
+    """Whether every observation of a page saw a change and none was dated (no Last-Modified,
+    no interval seen unchanged): its likelihood then rises with the rate all the way up, a
+    lower bound and nothing more (changed at every visit every t seconds: a rate of at least
+    about 1/t, however much faster)."""
+    return (stats.visits > 0 and stats.changes >= stats.visits * (1.0 - 1e-6) and stats.lm_changes <= 1e-9
+            and stats.unchanged_seconds <= 1e-9)
+
+
+def probes(stats, min_interval: float) -> float:
+    """How many of a page's changed, undated observations came at about the shortest
+    interval (at most twice as long: a release's, a queue's and a session's lag)."""
+    return sum(count for _, count, seconds in stats.changed if count > 0 and seconds / count <= 2.0 * min_interval)
+
+
 def mean_rate(post: list[float], rates: tuple[float, ...]) -> float:
     return sum(p * r for p, r in zip(post, rates))
 
 
-def solve_price(curves: list[tuple[list[float], float]], freqs: tuple[float, ...], budget: float,
-                scale: float = 1.0) -> float:
-    """The price at which `scale` × Σ frequency(curve, weight) over (curve, weight) pairs
-    spends `budget`; 0 when even every page at the most frequent visits fits in it, and the
-    largest marginal value there is when not even the least frequent ones do (then every
-    page gets the least)."""
+def solve_price(curves: list[tuple], freqs: tuple[float, ...], budget: float, scale: float = 1.0) -> float:
+    """The price at which `scale` × Σ frequency(curve, weight[, probe]) over (curve, weight)
+    pairs (or triples with a probe) spends `budget`; 0 when even every page at the most
+    frequent visits fits in it, and the largest marginal value there is when not even the
+    least frequent ones do (then every page gets the least)."""
     if not curves:
         return 0.0
 
     def spend(price: float) -> float:
-        return scale * sum(frequency(curve, freqs, weight, price) for curve, weight in curves)
+        return scale * sum(frequency(curve, freqs, weight, price, *probe) for curve, weight, *probe in curves)
 
-    values = [weight * v for curve, weight in curves for v in (curve[0], curve[-1]) if weight * v > 0.0]
+    values = [weight * v for curve, weight, *_ in curves for v in (curve[0], curve[-1]) if weight * v > 0.0]
     if not values or spend(0.0) <= budget:
         return 0.0
     low, high = math.log(min(values)) - 1.0, math.log(max(values)) + 1.0
@@ -219,9 +310,22 @@ def solve_price(curves: list[tuple[list[float], float]], freqs: tuple[float, ...
 
 # The prior as stored on the plan row: the grid it is for, and the shares.
 
-def prior_to_text(rates: tuple[float, ...], prior: list[float]) -> str:
-    return json.dumps({"low": rates[1], "n": len(rates), "p": [float(format(p, ".6g")) for p in prior]},
-                      separators=(",", ":"))
+def prior_to_text(rates: tuple[float, ...], prior: list[float], probe: float | None = None) -> str:
+    """The stored prior, and with it the plan's frequency of probes ("f", when given)."""
+    document = {"low": rates[1], "n": len(rates), "p": [float(format(p, ".6g")) for p in prior]}
+    if probe is not None:
+        document["f"] = float(format(probe, ".6g"))
+    return json.dumps(document, separators=(",", ":"))
+
+
+def probe_from_text(text: str) -> float | None:
+    """The plan's frequency of probes from a stored prior; None when it has none (a plan of
+    the previous release: then probes come at the shortest interval)."""
+    try:
+        value = float(json.loads(text)["f"])
+        return value if 0.0 < value < math.inf else None
+    except Exception:  # no such plan: the default
+        return None
 
 
 def prior_from_text(text: str, rates: tuple[float, ...]) -> list[float]:

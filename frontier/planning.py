@@ -56,8 +56,9 @@ def plan_recrawl(now: datetime | None = None) -> RecrawlPlan:
         before = RecrawlPlan.objects.filter(pk=1).values("prior", "price", "planned").first()
         sampled = sample(settings.CRAWLER_RECRAWL_PLAN_SAMPLE, pages)
         if sampled or not before:
-            price, prior, planned = solve(sampled, pages, first_looks, before["prior"] if before else "", budget)
-            prior_text = belief.prior_to_text(recrawl._grid(), prior)
+            price, prior, planned, probe = solve(sampled, pages, first_looks, before["prior"] if before else "",
+                                                 budget)
+            prior_text = belief.prior_to_text(recrawl._grid(), prior, probe)
         else:  # no page found this time (ids far apart): the last plan stands
             price, planned, prior_text = before["price"], before["planned"], before["prior"]
     elif policy == "oracle":
@@ -73,27 +74,37 @@ def plan_recrawl(now: datetime | None = None) -> RecrawlPlan:
 
 
 def solve(sampled: list[tuple[str, int]], pages: int, first_looks: int, stored_prior: str,
-          budget: float) -> tuple[float, list[float], float]:
-    """The optimal policy's price, prior and planned spend (visits a second) from a sample of
+          budget: float) -> tuple[float, list[float], float, float]:
+    """The optimal policy's price, prior, planned spend (visits a second) and frequency of
+    probes (belief.probing: censored pages looked at the shortest interval) from a sample of
     (change_stats, priority) of `pages` observed pages, `first_looks` of them with nothing
     known yet. Those are looked at by recrawl.first_look, not by the price: what their looks
     take (all of them within the shortest interval, at most CRAWLER_RECRAWL_EXPLORE_SHARE of
-    the budget) is set aside, and the price spends the rest on the known pages. Pure:
-    bench.recrawlsim calls it too."""
+    the budget) is set aside, and the price spends the rest on the known pages. Probes share
+    what the looks leave of CRAWLER_RECRAWL_EXPLORE_SHARE: at the shortest interval when it
+    allows, less often when not. Pure: bench.recrawlsim calls it too."""
     rates, freqs = recrawl._grid(), recrawl._frequencies()
     prior = belief.prior_from_text(stored_prior, rates) if stored_prior else belief.flat(rates)
     summaries = {text: changerate.from_text(text) for text, _ in sampled}
     known = [(text, priority) for text, priority in sampled if recrawl.has_evidence(summaries[text])]
     logliks = {text: belief.log_likelihood(summaries[text], rates) for text, _ in known}
     prior = belief.fit_prior([logliks[text] for text, _ in known], prior, iterations=EM_ITERATIONS)
-    curves = {text: belief.value_curve(belief.posterior(loglik, prior), rates, freqs)
-              for text, loglik in logliks.items()}
-    pairs = [(curves[text], recrawl.weight_of(priority)) for text, priority in known]
-    looks = min(first_looks / recrawl._bounds()[0], settings.CRAWLER_RECRAWL_EXPLORE_SHARE * budget)
+    low = recrawl._bounds()[0]
+    curves = {}
+    for text, loglik in logliks.items():  # the curve, and whether it probes (recrawl.plan_interval)
+        post = belief.posterior(loglik, prior)
+        may_probe = belief.censored(summaries[text]) and belief.probes(summaries[text], low) < belief.PROBES
+        curves[text] = (belief.value_curve(post, rates, freqs), belief.probe_of(post, rates, freqs) if may_probe else None)
+    looks = min(first_looks / low, settings.CRAWLER_RECRAWL_EXPLORE_SHARE * budget)
     scale = (pages - first_looks) / max(1, len(known))
+    probing = scale * sum(1 for text, _ in known if curves[text][1] is not None)  # that may probe, at any price
+    probe = min(freqs[-1], (settings.CRAWLER_RECRAWL_EXPLORE_SHARE * budget - looks) / probing) if probing else freqs[-1]
+    probe = max(probe, freqs[0])
+    pairs = [(curves[text][0], recrawl.weight_of(priority), None if curves[text][1] is None else (probe, curves[text][1]))
+             for text, priority in known]
     price = belief.solve_price(pairs, freqs, max(0.0, budget - looks), scale=scale)
-    planned = looks + scale * sum(belief.frequency(curve, freqs, weight, price) for curve, weight in pairs)
-    return price, prior, planned
+    planned = looks + scale * sum(belief.frequency(curve, freqs, weight, price, p) for curve, weight, p in pairs)
+    return price, prior, planned, probe
 
 
 def observed_counts() -> tuple[int, int]:
