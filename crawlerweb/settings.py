@@ -475,7 +475,7 @@ CRAWLER_NEAR_DUPLICATE_BITS = envint("CRAWLER_NEAR_DUPLICATE_BITS", 3, minimum=-
 # Texts shorter than this many words are not compared (too little to tell a copy).
 CRAWLER_NEAR_DUPLICATE_MIN_WORDS = envint("CRAWLER_NEAR_DUPLICATE_MIN_WORDS", 50)
 # Worker processes that parse and analyse pages for a crawling process (fetch/parsepool.py):
-# -1 (default) = one per core for `manage.py crawl`, none in a Celery worker (its prefork
+# -1 (default) = one per core for `manage.py crawl`, one per Celery worker child (its prefork
 # pool is a process per core already); 0 = parse in the fetch threads.
 CRAWLER_PARSE_PROCESSES = envint("CRAWLER_PARSE_PROCESSES", -1, minimum=-1)
 # Seconds a page's analysis may take in a parse process; past it, or if the process dies,
@@ -534,9 +534,9 @@ CRAWLER_SESSION_REFRESH_URLS = envint("CRAWLER_SESSION_REFRESH_URLS", 10, minimu
 # Host sessions one process holds at once (each keeps one connection open).
 CRAWLER_SESSIONS_PER_PROCESS = envint("CRAWLER_SESSIONS_PER_PROCESS", 1000, minimum=1)
 # Hold only as many sessions as the process can pace at their hosts' delays (fetch/capacity.py:
-# a cap found by measuring how late due sessions start, between CRAWLER_FETCH_THREADS and
-# CRAWLER_SESSIONS_PER_PROCESS); off, a process takes sessions up to CRAWLER_SESSIONS_PER_PROCESS
-# and, when it cannot keep up, paces every host slower than its delay.
+# a cap found by measuring how late due sessions start, between a quarter of
+# CRAWLER_FETCH_THREADS and CRAWLER_SESSIONS_PER_PROCESS); off, a process takes sessions up
+# to CRAWLER_SESSIONS_PER_PROCESS and, when it cannot keep up, paces every host slower.
 CRAWLER_SESSIONS_PACED = envbool("CRAWLER_SESSIONS_PACED", True)
 # Sitemaps as link sources (indexer/linksources.py): the Sitemap: lines of robots.txt are
 # admitted and read for their URLs (a sitemap index one level deep); the sitemaps.org limits

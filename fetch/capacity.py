@@ -14,16 +14,22 @@ holds back the worker's queue). The cap is found by measuring, the way TCP finds
 window: each step of a session whose host has a delay is late or on time (it started
 more than LATE_SHARE_OF_DELAY of the delay, plus LATE_SLACK_SECONDS, after it was due);
 every ADJUST_SECONDS, a cap in use grows by a quarter while few steps are late, and
-shrinks to 90 % of the sessions open while many are. It never goes below the fetch threads (a
-process whose hosts have no delay is limited by its threads, not by pacing) nor above
-CRAWLER_SESSIONS_PER_PROCESS. Steps of hosts without a delay say nothing: they are due
-at once, so a wait for a thread is not a pacing error.
+shrinks to 90 % of itself (or of the sessions open, if fewer) while most are; sessions
+over the cap end in their own time (a session ended early costs its host a connection).
+It does not shrink to what the requests it served would pace: with fewer sessions it
+serves fewer, and the cap spirals down (tried: one request a second after a minute).
+A step of a host without a delay (due at once, served when a thread is free) is never
+late: a process crawling such hosts is limited by its threads, not by pacing, and its
+cap grows. The cap stays between a quarter of the fetch threads (at least 4) and
+CRAWLER_SESSIONS_PER_PROCESS. Where the bottleneck is not the threads (a parse process,
+the writer, the database), due sessions wait for threads held by pages waiting on it,
+so lateness shows it too.
 """
 
 from dataclasses import dataclass
 
 ADJUST_SECONDS = 1.0  # how often the cap moves
-MIN_STEPS = 10  # paced steps a period needs before it says anything
+MIN_STEPS = 10  # steps a period needs before it says anything
 LATE_SHARE_OF_DELAY = 0.15  # a step this share of its host's delay past due is late...
 LATE_SLACK_SECONDS = 0.02  # ...plus this (a thread's wake-up, the GIL)
 SHRINK_WHEN_LATE = 0.5  # share of late steps above which the cap shrinks
@@ -41,7 +47,7 @@ class SessionCap:
     ceiling: int  # never more (CRAWLER_SESSIONS_PER_PROCESS)
     cap: int = 0  # sessions the process may hold now (0: START, or twice the floor)
     next_adjust: float = 0.0
-    steps: int = 0  # paced steps this period
+    steps: int = 0  # steps this period
     late: int = 0  # of which late
 
     def __post_init__(self):
@@ -50,10 +56,8 @@ class SessionCap:
 
     def stepped(self, lateness: float, delay: float) -> None:
         """A session's step began `lateness` seconds after it was due; its host's delay."""
-        if delay < MIN_PACED_DELAY:
-            return
         self.steps += 1
-        if lateness > LATE_SHARE_OF_DELAY * delay + LATE_SLACK_SECONDS:
+        if delay >= MIN_PACED_DELAY and lateness > LATE_SHARE_OF_DELAY * delay + LATE_SLACK_SECONDS:
             self.late += 1
 
     def adjust(self, now: float, open_sessions: int) -> int:
@@ -63,12 +67,11 @@ class SessionCap:
         if self.next_adjust and self.steps >= MIN_STEPS:
             share = self.late / self.steps
             if share > SHRINK_WHEN_LATE:
-                self.cap = max(self.floor, min(self.cap, int(open_sessions * SHRINK_FACTOR)))
+                self.cap = max(self.floor, int(min(self.cap, open_sessions) * SHRINK_FACTOR))
             elif share < GROW_WHEN_LATE and open_sessions >= 0.9 * self.cap - 1:
                 self._grow()
         elif self.next_adjust and open_sessions >= 0.9 * self.cap - 1:
-            # Hardly any paced step: the hosts have no delay, or wait long. Pacing is not
-            # at stake, so a cap in use grows.
+            # Hardly a step: the hosts wait long. Pacing is not at stake; a cap in use grows.
             self._grow()
         self.steps = self.late = 0
         self.next_adjust = now + ADJUST_SECONDS

@@ -79,8 +79,8 @@ class SessionEngine:
         self.parse_processes = parse_processes
         self.max_sessions = max_sessions or settings.CRAWLER_SESSIONS_PER_PROCESS
         # As many sessions as the process can pace at their hosts' delays (fetch/capacity.py).
-        self._cap = SessionCap(floor=self.fetch_threads if settings.CRAWLER_SESSIONS_PACED else self.max_sessions,
-                               ceiling=self.max_sessions)
+        self._cap = SessionCap(floor=max(4, self.fetch_threads // 4) if settings.CRAWLER_SESSIONS_PACED
+                               else self.max_sessions, ceiling=self.max_sessions)
         self.name = name
         self.worker = f"{socket.gethostname()}/{name}"  # names the requests' sender (crawl log, metrics)
         # Its heartbeat names it in the leases it runs (fetch/recovery.py).

@@ -30,11 +30,13 @@ def period(limiter: SessionCap, open_sessions: int, on_time: int, late: int, del
     (100, 100, 100, 0, 125),  # in use, on time: grows by a quarter
     (40, 40, 100, 0, 50),
     (100, 60, 100, 0, 100),  # not in use: stays
-    (100, 100, 40, 60, 90),  # mostly late: 90 % of what is open
+    (100, 100, 40, 60, 90),  # mostly late: 90 %
+    (100, 60, 40, 60, 54),  # of what is open, if less
+    (112, 125, 40, 60, 100),  # of itself, while more are open (they end in their time)
     (100, 100, 60, 40, 100),  # some late: holds
     (100, 100, 5, 0, 125),  # hardly a paced step (no delay, or long ones): pacing is not at stake
     (40, 40, 0, 100, 36),
-    (34, 34, 0, 100, 32),  # never below the fetch threads
+    (34, 34, 0, 100, 32),  # never below its floor (a quarter of the fetch threads, at least 4)
     (990, 990, 100, 0, 1000),  # nor above CRAWLER_SESSIONS_PER_PROCESS
 ])
 def test_the_cap_moves_with_how_late_due_sessions_start(cap, open_sessions, on_time, late, after):
@@ -57,12 +59,14 @@ def test_it_moves_once_a_period_whatever_is_asked_between():
     assert limiter.adjust(ADJUST_SECONDS * 1.5, 100) == 90  # the next period has just begun
 
 
-def test_steps_of_hosts_without_a_delay_say_nothing_about_pacing():
+def test_a_step_of_a_host_without_a_delay_is_never_late():
     limiter = capped(100)
     for _ in range(500):
         limiter.stepped(5.0, 0.0)  # due at once and served when a thread is free
-    assert limiter.steps == 0 and limiter.late == 0
-    assert limiter.adjust(ADJUST_SECONDS, 100) == 125
+    for _ in range(100):
+        limiter.stepped(LATE, DELAY)  # a few paced hosts among them wait too
+    assert (limiter.steps, limiter.late) == (600, 100)
+    assert limiter.adjust(ADJUST_SECONDS, 100) == 125  # the threads are the limit, not pacing
 
 
 def test_lateness_is_judged_against_the_hosts_own_delay():
@@ -70,3 +74,4 @@ def test_lateness_is_judged_against_the_hosts_own_delay():
     limiter.stepped(0.3, 5.0)  # 0.3 s late on a 5 s delay is on time
     limiter.stepped(0.3, 0.5)  # on a 0.5 s delay it is late
     assert (limiter.steps, limiter.late) == (2, 1)
+
