@@ -17,6 +17,11 @@ the oracle's gain over uniform (mean, spread, least, and each web's); the share 
 windows (what learning the rates costs early); visits a day and freshness by true rate.
 An experiment can patch the crawler's code in each run: RECRAWLSIM_EXPERIMENT=file.py, a
 module with install(sim), loaded after the simulation is built (runner.py).
+
+--realtime: bench.freshness's real-time web and settings (issue 51: pages changing every 2 s
+to 12 min, the shortest revisit 10 s, the budget a share of the summed true rates), for
+--seconds of real time; the per-class tables then give fetches per page-hour by change
+period, over the window and over its later half (the plan once the rates are learnt).
 """
 
 WINDOW_DAYS = 6.0  # simulated days of each by-window freshness (sim.py, the tables of __main__.py)
