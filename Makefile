@@ -71,7 +71,7 @@ stack: setup services
 	  CRAWLER_ALLOWED_NETWORKS=$(STACK_ALLOWED_NETWORKS) ./scripts/stack.sh
 
 # Benchmarks (docs/benchmarks.md), with default settings and Scrapy side by side (installed
-# into var/scrapy-venv on first use). `make bench` takes about 40 minutes; bench-quick about 6.
+# into var/scrapy-venv on first use). `make bench` takes about 55 minutes; bench-quick about 6.
 BENCH_DB := postgres://postgres@127.0.0.1:5432/crawlerweb_bench
 # The -nodelay modes run with CRAWLER_DEFAULT_DELAY=0 as Scrapy does (work per page, like for
 # like); the others with the defaults. `services --statements` loads pg_stat_statements for

@@ -475,8 +475,8 @@ CRAWLER_NEAR_DUPLICATE_BITS = envint("CRAWLER_NEAR_DUPLICATE_BITS", 3, minimum=-
 # Texts shorter than this many words are not compared (too little to tell a copy).
 CRAWLER_NEAR_DUPLICATE_MIN_WORDS = envint("CRAWLER_NEAR_DUPLICATE_MIN_WORDS", 50)
 # Worker processes that parse and analyse pages for a crawling process (fetch/parsepool.py):
-# -1 (default) = one per core for `manage.py crawl`, one per Celery worker child (its prefork
-# pool is a process per core already); 0 = parse in the fetch threads.
+# -1 (default) = one per core but one for `manage.py crawl`, one per Celery worker child
+# (its prefork pool is a process per core already); 0 = parse in the fetch threads.
 CRAWLER_PARSE_PROCESSES = envint("CRAWLER_PARSE_PROCESSES", -1, minimum=-1)
 # Seconds a page's analysis may take in a parse process; past it, or if the process dies,
 # the process is replaced and the page is settled as "parse_failed".

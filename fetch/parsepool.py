@@ -49,19 +49,20 @@ CHILD_START_WAIT = 60.0
 
 
 def default_processes(embedded: bool) -> int:
-    """CRAWLER_PARSE_PROCESSES, or by default: in the embedded crawler one per core; in a
-    Celery prefork child (a process per core already) one: the analysis costs a third less
-    CPU in a process of its own than among the child's 32 fetch threads (measured on the
+    """CRAWLER_PARSE_PROCESSES, or by default: in the embedded crawler one per core but the
+    one its own threads keep busy (HTTP, the engine, the writer: measured to be about as
+    much CPU per page as the analysis, docs/benchmarks.md), at least one; in a Celery
+    prefork child (a process per core already) one: the analysis costs a third less CPU in
+    a process of its own than among the child's 32 fetch threads (measured on the
     standard bench: 9.9 against 7.9 ms of worker CPU per page).
 
-    One per core, not one per core but the one the crawling process keeps busy: a child
-    analyses one page at a time and waits, between two, for a fetch thread of the parent
-    to wake, read its answer and send the next page, so one child was 44 % busy on two
-    cores while thirty fetch threads waited for it (bench.run --size smallsites: 46 pages/s
-    with one, 63 with two; each wait was time a small site's next URL was not known)."""
+    One per core was tried (2026-12-07): many small sites read page by page went from 46
+    to 63 pages/s on two cores (a child waits between two pages for a parent thread to
+    wake, read its answer and send the next), but the standard web paid 1.7 ms more CPU a
+    page (10.1 against 11.7) for the same 81 pages/s."""
     if settings.CRAWLER_PARSE_PROCESSES >= 0:
         return settings.CRAWLER_PARSE_PROCESSES
-    return max(1, os.cpu_count() or 1) if embedded else 1
+    return max(1, (os.cpu_count() or 1) - 1) if embedded else 1
 
 
 class _Child:
