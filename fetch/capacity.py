@@ -43,7 +43,7 @@ MIN_PACED_DELAY = 0.05  # seconds: a host with a shorter delay is not paced, onl
 
 @dataclass
 class SessionCap:
-    floor: int  # never fewer (the fetch threads)
+    floor: int  # never fewer (the engine gives a quarter of its fetch threads, at least 4)
     ceiling: int  # never more (CRAWLER_SESSIONS_PER_PROCESS)
     cap: int = 0  # sessions the process may hold now (0: START, or twice the floor)
     next_adjust: float = 0.0
