@@ -4,6 +4,7 @@ admission, best first within a host, and dispatch's biased draw over the score b
 import random
 from collections import Counter
 from datetime import timedelta
+from types import SimpleNamespace
 
 import pytest
 from django.utils import timezone
@@ -224,10 +225,12 @@ def test_a_band_with_no_ready_host_gives_its_share_to_the_others(settings):
 
 
 class _DueSession:
-    """What the engine asks of a session to order it: the score of its next URL."""
+    """What the engine asks of a session to order it: the score of its next URL (and, for
+    its session cap, its host's delay)."""
 
     def __init__(self, name, score):
         self.name, self.score = name, score
+        self.clock = SimpleNamespace(delay=1.0)
 
     def next_score(self):
         return self.score
