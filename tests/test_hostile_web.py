@@ -222,8 +222,12 @@ def test_calendar_trap_stops_itself_when_its_pages_bring_nothing_new(crawled):
     assert pattern.stopped_at is not None and pattern.new_pages <= 0.1 * pattern.pages
     admitted = Url.objects.filter(host=trap).count()
     fetched = Url.objects.filter(host=trap).exclude(last_fetched_at=None).count()
-    minimum = django_settings.CRAWLER_TRAP_MIN_PAGES  # and up to 20 more fetched before the stop was decided
-    assert minimum <= fetched <= minimum + 20 and admitted < QUOTA
+    # And up to 30 more fetched before the stop was decided: the pattern is judged when the
+    # writer stores its pages, while the trap's session (no delay here but the adaptive one)
+    # keeps fetching; 20 until the delay counted from the end of each response rather than
+    # of its analysis (2026-12-07), which lets the session fetch sooner (22 seen then).
+    minimum = django_settings.CRAWLER_TRAP_MIN_PAGES
+    assert minimum <= fetched <= minimum + 30 and admitted < QUOTA
     assert Url.objects.filter(host=trap, state="excluded", outcome="trap_pattern").count() == admitted - fetched > 0
 
 
