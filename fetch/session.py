@@ -330,7 +330,7 @@ class HostSession:
             self.sink(CertificateSeen(self.host_id, result.tls_fingerprint, result.tls_not_after, time.time()))
         # From the end of the response, not of its analysis: a page waits for a parse
         # process meanwhile, and the host's delay is the gap it sees between requests.
-        end = min(result.ended_at, time.monotonic()) if result.ended_at else time.monotonic()
+        end = result.ended_at or time.monotonic()
         if result.status is not None:
             self.clock.response(end, result.elapsed, result.status, retry_after)
         elif result.error in NETWORK_FAILURES:

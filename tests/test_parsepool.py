@@ -3,6 +3,7 @@ the fetch thread, and a page that kills or hangs its parse process settled as
 "parse_failed" in bounded time while the pool replaces the process."""
 
 import os
+import queue
 import threading
 import time
 
@@ -110,19 +111,33 @@ def test_many_threads_share_one_child_and_each_gets_its_own_answer(settings):
     assert len({answer["pid"] for answer in answers.values()}) == 1
 
 
+class _Signalling(queue.Queue):
+    """The pool's queue of idle children, telling the test when one has been taken."""
+
+    def __init__(self, idle: queue.Queue, taken: threading.Event):
+        super().__init__()
+        while not idle.empty():
+            self.put(idle.get_nowait())
+        self.taken = taken
+
+    def get(self, *args, **kwargs):
+        child = super().get(*args, **kwargs)
+        self.taken.set()
+        return child
+
+
 def test_a_page_waiting_behind_one_that_hangs_the_child_is_analysed_not_failed(settings):
     settings.CRAWLER_PARSE_TIMEOUT = 2.0
     pool = ParsePool(1, analyse_path="tests.test_parsepool.hostile_analyse")
     try:
         wait_for_children(pool)
+        taken = threading.Event()
+        pool._idle = _Signalling(pool._idle, taken)
         answers = {}
         hang = threading.Thread(target=lambda: answers.update(
             hang=pool.analyse(response("http://pool.test/hang"), queued("http://pool.test/hang"))))
         hang.start()
-        deadline = time.monotonic() + 10
-        while not pool._idle.empty():  # the hanging page holds the only child
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        assert taken.wait(10)  # the hanging page holds the only child
         behind = pool.analyse(response("http://pool.test/ok"), queued("http://pool.test/ok"))
         hang.join(10)
     finally:

@@ -73,7 +73,7 @@ def test_the_delay_counts_from_the_end_of_the_response_not_of_its_analysis(tmp_p
     settings.CRAWLER_PARSE_PROCESSES = 0  # analysed in the fetch thread: the slow analysis below
 
     def slow_analyse(result, queued, _analyse=fetch.service.analyse):
-        time.sleep(analysis)
+        time.sleep(analysis)  # the slow parse under test, not a wait for something
         return _analyse(result, queued)
 
     monkeypatch.setattr(fetch.service, "analyse", slow_analyse)
