@@ -23,6 +23,15 @@ class Document(models.Model):
                                    "'start-end' character ranges, space-separated (snippets skip them)")
     content_hash = models.CharField(max_length=64, db_index=True)
     content_type = models.CharField(max_length=100, blank=True, default="")
+    # How the bytes became text (issue 53): the WHATWG encoding name, and which rule chose it.
+    encoding = models.CharField(max_length=40, blank=True, default="", db_default="",
+                                help_text="the encoding the page was decoded with (WHATWG name)")
+    encoding_source = models.CharField(max_length=10, blank=True, default="", db_default="",
+                                       help_text="what chose the encoding: bom, http, meta, xml, "
+                                       "detected or default")
+    language = models.CharField(max_length=16, blank=True, default="", db_default="", db_index=True,
+                                help_text="the document's language (BCP 47 primary tag, e.g. 'en', "
+                                "'zh'); empty when not identified")
     status = models.SmallIntegerField(default=200)
     size = models.IntegerField(default=0, help_text="body bytes")
     noindex = models.BooleanField(default=False)
