@@ -1,5 +1,5 @@
 """What the archive's CDXJ index costs per record, two ways (issue 26): the line the writer
-appends beside each record (fetch/cdxj.py: a SURT key and a JSON object from what the
+appends beside each record (archive/cdxj.py: a SURT key and a JSON object from what the
 writer already knows) against webrecorder's cdxj-indexer reading the finished file (which
 decompresses and parses every record again). Process CPU time, on the WARC files of a
 directory (by default the demo crawl's, var/warc: run `make demo` first).
@@ -25,7 +25,7 @@ def main() -> None:
     from cdxj_indexer.main import CDXJIndexer
     from warcio.archiveiterator import ArchiveIterator
 
-    from fetch import cdxj
+    from archive import cdxj
 
     files = cdxj.warc_files(Path(args.dir))
     if not files:
@@ -61,7 +61,7 @@ def main() -> None:
 
     print(f"{len(files)} WARC files, {size / 1e6:.1f} MB, {len(known)} indexed records")
     results = {}
-    for name, fn in (("written with each record (fetch/cdxj.py)", ours), ("cdxj-indexer reading the files", theirs)):
+    for name, fn in (("written with each record (archive/cdxj.py)", ours), ("cdxj-indexer reading the files", theirs)):
         best = float("inf")
         for _ in range(args.repeat):
             started = time.process_time()

@@ -39,7 +39,8 @@ django.setup()
 from django.db import connection, transaction  # noqa: E402
 
 from bench.sampleweb import SampleWeb, WebConfig  # noqa: E402
-from fetch import archive, http  # noqa: E402
+from archive import warc
+from fetch import http  # noqa: E402
 from frontier.models import Host, Url, UrlState  # noqa: E402
 from frontier.normalize import normalize  # noqa: E402
 from indexer.models import Document  # noqa: E402
@@ -115,7 +116,7 @@ def archive_pages(count: int) -> None:
     started = time.monotonic()
     Url.objects.filter(host__origin=LINKS_HOST).delete()  # and their documents
     shutil.rmtree(WORK / "warc", ignore_errors=True)
-    archive.close()
+    warc.close()
     web = SampleWeb(WebConfig(pages_per_host=250))
     pages = [f"http://{netloc}/p/{n}.html" for netloc in web.hosts for n in range(250)]
     host, _ = Host.objects.get_or_create(origin=LINKS_HOST)
@@ -126,12 +127,12 @@ def archive_pages(count: int) -> None:
         result = http.FetchResult(norm.url, status=200, headers={"content-type": "text/html; charset=utf-8"},
                                   body=body, final_url=norm.url, started_at=time.time(), reason="OK",
                                   response_headers=[("Content-Type", "text/html; charset=utf-8")], body_read=True)
-        location = archive.record(result)
+        location = warc.record(result)
         urls.append(Url(url=norm.url, url_key=norm.key, host=host, state=UrlState.FETCHED, last_status=200))
         documents.append(dict(address=norm.url, title=f"Archived page {n}", body="text", content_hash=f"{n:064x}",
                               size=len(body), warc_file=location.filename, warc_offset=location.offset,
                               warc_length=location.length))
-    archive.close()
+    warc.close()
     Url.objects.bulk_create(urls, batch_size=2000)
     Document.objects.bulk_create([Document(url=url, **fields) for url, fields in zip(urls, documents)],
                                  batch_size=2000)

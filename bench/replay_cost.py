@@ -1,4 +1,4 @@
-"""What the archive's replay costs (`manage.py replay`, fetch/replay.py): building the
+"""What the archive's replay costs (`manage.py replay`, archive/replay.py): building the
 collection's index, and pywb's time to first byte for a replayed page.
 
     python -m bench.replay_cost [--warc-dir DIR] [--copies N] [--requests N]
@@ -70,7 +70,7 @@ def main():
     django.setup()
     from django.conf import settings
 
-    from fetch import cdxj, replay
+    from archive import cdxj, replay
 
     warc_dir = Path(args.warc_dir or settings.CRAWLER_WARC_DIR)
     files = cdxj.warc_files(warc_dir)

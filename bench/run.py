@@ -202,7 +202,7 @@ def _reset_postgres() -> None:
 def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float) -> dict:
     import psycopg
 
-    prom_dir = workdir / "prometheus"  # the processes' stage counters (console/instruments.py)
+    prom_dir = workdir / "prometheus"  # the processes' stage counters (crawl/instruments.py)
     shutil.rmtree(prom_dir, ignore_errors=True)
     prom_dir.mkdir()
     env = env | {"DATABASE_URL": BENCH_DATABASE_URL, "CELERY_BROKER_URL": BENCH_BROKER_URL,

@@ -19,7 +19,7 @@ from django.utils import timezone
 from crawlerweb.humanize import duration, moment
 from frontier import service as frontier
 
-from .models import ProcessHeartbeat, ProcessKind
+from crawl.models import ProcessHeartbeat, ProcessKind
 from .schedules import SCHEDULES
 
 # Processes listed: those heard from within this many seconds (older rows are history).

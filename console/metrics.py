@@ -7,7 +7,7 @@ dashboard's charts are the samples' history.
 
 In Prometheus format these are the global figures of the frontier, the same whichever web
 instance answers: scrape one. What the crawling processes did (requests, bytes, retries,
-durations) is counted by them and served by each machine's exporter (console/instruments.py).
+durations) is counted by them and served by each machine's exporter (crawl/instruments.py).
 """
 
 from datetime import timedelta
@@ -18,7 +18,7 @@ from django.utils import timezone
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily
 from prometheus_client.exposition import choose_encoder
 
-from fetch import queues
+from crawl import queues
 from frontier import service as frontier
 from indexer import service as indexer
 
@@ -73,7 +73,7 @@ def _rates(row: MetricSample) -> dict | None:
     the first time, URLs dead-lettered. Only counts that grow are rated, and a drop (an
     admin deleting URLs) reads as 0: counts by state go up and down as URLs move on, and
     their difference is no rate. Prometheus users rate the processes' counters instead
-    (console/instruments.py)."""
+    (crawl/instruments.py)."""
     target = row.taken_at - timedelta(seconds=RATE_WINDOW_SECONDS)
     earlier = (MetricSample.objects.filter(taken_at__lt=row.taken_at, taken_at__gte=target)
                .order_by("taken_at").first()) or (
@@ -135,7 +135,7 @@ ROBOTS_VERDICTS = ("never", "ok", "allow_all", "unavailable")
 class _Collector:
     """The frontier's figures as gauges. No family mixes a total or an overlapping subset
     into its label values (each is a partition, or a gauge of its own), and no rate is
-    precomputed: rates come from the processes' counters (console/instruments.py)."""
+    precomputed: rates come from the processes' counters (crawl/instruments.py)."""
 
     def __init__(self, figures: dict):
         self.figures = figures
@@ -174,7 +174,7 @@ class _Collector:
                             "queue", f["fetch_queues"])
         yield _plain("crawlerweb_fetch_queue_high_water_messages",
                      "messages in all fetch queues at which dispatchers stop sending (back-pressure)",
-                     int(settings.CRAWLER_MAX_QUEUED_MESSAGES * 0.8))  # fetch.queues.dispatch_room's rule
+                     int(settings.CRAWLER_MAX_QUEUED_MESSAGES * 0.8))  # crawl.queues.dispatch_room's rule
         yield _plain("crawlerweb_metrics_age_seconds", "age of the sample these figures come from",
                      f["age_seconds"])
 

@@ -1,4 +1,5 @@
-"""API keys (stored hashed), metric samples (the dashboard's history) and process heartbeats."""
+"""API keys (stored hashed), metric samples (the dashboard's history) and the beat leader.
+Process heartbeats are the crawl's (crawl/models.py): the console reads them."""
 
 from django.db import models
 from django.utils import timezone
@@ -35,40 +36,6 @@ class MetricSample(models.Model):
 
     def __str__(self):
         return self.taken_at.isoformat()
-
-
-class ProcessKind(models.TextChoices):
-    WORKER = "worker", "fetch worker (a Celery worker process's session engine)"
-    EMBEDDED = "embedded", "embedded crawler (manage.py crawl)"
-    DISPATCHER = "dispatcher", "dispatcher (manage.py dispatch)"
-
-
-class ProcessHeartbeat(models.Model):
-    """One running process that crawls or dispatches, as it last reported itself
-    (console/liveness.py): written every CRAWLER_HEARTBEAT_SECONDS, so a process that died
-    shows as a row that stopped being written, and one that stopped cleanly says so."""
-
-    kind = models.CharField(max_length=12, choices=ProcessKind.choices)
-    name = models.CharField(max_length=120, help_text="the engine's or dispatcher's name")
-    hostname = models.CharField(max_length=120)
-    pid = models.IntegerField()
-    started_at = models.DateTimeField(default=timezone.now)
-    seen_at = models.DateTimeField(default=timezone.now, db_index=True, help_text="its last heartbeat")
-    stopped_at = models.DateTimeField(null=True, blank=True, help_text="it stopped cleanly")
-    sessions = models.IntegerField(default=0, help_text="host sessions open (workers)")
-    requests = models.BigIntegerField(default=0, help_text="requests sent so far (workers)")
-    last_request_at = models.DateTimeField(null=True, blank=True, help_text="when it last sent a request "
-                                           "(to the heartbeat's precision)")
-    leases = models.BigIntegerField(default=0, help_text="host sessions handed out so far (dispatchers)")
-    last_lease_at = models.DateTimeField(null=True, blank=True, help_text="when it last handed one out")
-    holder = models.CharField(max_length=32, blank=True, default="", db_default="",
-                              help_text="this run's id in the host leases it holds (Host.lease_holder)")
-
-    class Meta:
-        constraints = [models.UniqueConstraint(fields=["kind", "hostname", "pid", "name"], name="heartbeat_process")]
-
-    def __str__(self):
-        return f"{self.kind} {self.name} ({self.hostname}, pid {self.pid})"
 
 
 class BeatLeader(models.Model):

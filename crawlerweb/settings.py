@@ -169,7 +169,9 @@ INSTALLED_APPS = [
     "django_celery_beat",
     "frontier",
     "fetch",
+    "archive",
     "indexer",
+    "crawl",
     "console",
 ]
 
@@ -223,7 +225,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / "var" / f"test-{_stem}.sqlite3")}
 else:  # PostgreSQL
     # Persistent connections, checked before reuse. A Celery worker's session engine
-    # (fetch/engine.py) keeps one per database thread (its intake, lease keeper and
+    # (crawl/engine.py) keeps one per database thread (its intake, lease keeper and
     # writer) for the process's life; its task thread never touches the database.
     DATABASES["default"]["CONN_MAX_AGE"] = None
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
@@ -296,7 +298,7 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None  # forever: a broker restart must no
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Celery 5.7.0 can crash a worker while it reconnects to a restarted Redis: see the module.
 CELERY_WORKER_CONSUMER = "crawlerweb.worker_consumer:Consumer"
-# A task only hands a host session to its process's engine (fetch/engine.py), which holds
+# A task only hands a host session to its process's engine (crawl/engine.py), which holds
 # CRAWLER_SESSIONS_PER_PROCESS of them on CRAWLER_FETCH_THREADS threads; the pool's job is
 # to give each core an engine: prefork, one child per core (parsing needs the CPU, and one
 # Python process uses one core).
@@ -348,7 +350,7 @@ CRAWLER_CONNECT_TIMEOUT = envfloat("CRAWLER_CONNECT_TIMEOUT", 5.0, minimum=0.1)
 CRAWLER_DASHBOARD_REFRESH_SECONDS = envfloat("CRAWLER_DASHBOARD_REFRESH_SECONDS", 5.0, minimum=1.0)
 # PostgreSQL: the writers commit without waiting for the WAL flush (synchronous_commit off for
 # their connection): a database crash loses at most their last ~0.6 s of results, which are
-# fetched again (fetch/writer.py). Leases and everything else stay synchronous.
+# fetched again (crawl/writer.py). Leases and everything else stay synchronous.
 CRAWLER_DB_ASYNC_COMMIT = envbool("CRAWLER_DB_ASYNC_COMMIT", True)
 # Where links from a seed may lead unless the seed says otherwise (`crawl --scope`,
 # `seed --scope`, the API's "scope"): "host" (the seed's host), "domain" (its registered
@@ -415,7 +417,7 @@ CRAWLER_IDLE_SWEEP_SECONDS = envfloat("CRAWLER_IDLE_SWEEP_SECONDS", 300.0, minim
 # deadline + read timeouts: a request then never outlives the lease it started under.
 CRAWLER_LEASE_SECONDS = envfloat("CRAWLER_LEASE_SECONDS", 120.0, minimum=1.0)
 # A crawling process whose heartbeat (CRAWLER_HEARTBEAT_SECONDS) is older than this is taken
-# for dead: the other processes release the leases it runs (fetch/recovery.py), and its own
+# for dead: the other processes release the leases it runs (crawl/recovery.py), and its own
 # sessions stop sending once its last heartbeat is older than this less one heartbeat.
 # At least two heartbeats.
 CRAWLER_LEASE_STALE_SECONDS = envfloat("CRAWLER_LEASE_STALE_SECONDS", 15.0, minimum=0.2)
@@ -474,7 +476,7 @@ CRAWLER_MIRROR_MIN_SHARE = envfloat("CRAWLER_MIRROR_MIN_SHARE", 0.8)
 CRAWLER_NEAR_DUPLICATE_BITS = envint("CRAWLER_NEAR_DUPLICATE_BITS", 3, minimum=-1, maximum=4)
 # Texts shorter than this many words are not compared (too little to tell a copy).
 CRAWLER_NEAR_DUPLICATE_MIN_WORDS = envint("CRAWLER_NEAR_DUPLICATE_MIN_WORDS", 50)
-# Worker processes that parse and analyse pages for a crawling process (fetch/parsepool.py):
+# Worker processes that parse and analyse pages for a crawling process (crawl/parsepool.py):
 # -1 (default) = one per core but one for `manage.py crawl`, one per Celery worker child
 # (its prefork pool is a process per core already); 0 = parse in the fetch threads.
 CRAWLER_PARSE_PROCESSES = envint("CRAWLER_PARSE_PROCESSES", -1, minimum=-1)
@@ -533,7 +535,7 @@ CRAWLER_SESSION_MAX_URLS = envint("CRAWLER_SESSION_MAX_URLS", 100, minimum=1)
 CRAWLER_SESSION_REFRESH_URLS = envint("CRAWLER_SESSION_REFRESH_URLS", 10, minimum=0)
 # Host sessions one process holds at once (each keeps one connection open).
 CRAWLER_SESSIONS_PER_PROCESS = envint("CRAWLER_SESSIONS_PER_PROCESS", 1000, minimum=1)
-# Hold only as many sessions as the process can pace at their hosts' delays (fetch/capacity.py:
+# Hold only as many sessions as the process can pace at their hosts' delays (crawl/capacity.py:
 # a cap found by measuring how late due sessions start, between a quarter of
 # CRAWLER_FETCH_THREADS and CRAWLER_SESSIONS_PER_PROCESS); off, a process takes sessions up
 # to CRAWLER_SESSIONS_PER_PROCESS and, when it cannot keep up, paces every host slower.
@@ -552,7 +554,7 @@ CRAWLER_SITEMAP_MAX_BYTES = envint("CRAWLER_SITEMAP_MAX_BYTES", 50 * 1024 * 1024
 # at one link a big site's articles outranked its own listing pages (docs/benchmarks.md,
 # "What any order could reach, and sitemaps that list every page").
 CRAWLER_SITEMAP_ENTRY_DEPTH = envint("CRAWLER_SITEMAP_ENTRY_DEPTH", 2, minimum=1, maximum=20)
-# --- Prometheus: the crawling processes' counters (console/instruments.py, README
+# --- Prometheus: the crawling processes' counters (crawl/instruments.py, README
 # "Prometheus and Grafana"); the frontier's figures are the web's GET /metrics.
 # Port of this machine's metrics exporter, served by the Celery worker's main process,
 # `manage.py dispatch` or `manage.py crawl` (the first to bind it; the others take over if
@@ -609,7 +611,7 @@ CRAWLER_USER_AGENT = envstr(
 # crawler's name, not its whole User-Agent string, case-insensitively). Empty: the
 # User-Agent's first token ("crawlerweb").
 CRAWLER_ROBOTS_TOKEN = envstr("CRAWLER_ROBOTS_TOKEN", "")
-# Liveness (console/liveness.py, the dashboard): every session engine and dispatcher writes
+# Liveness (crawl/liveness.py, the dashboard): every session engine and dispatcher writes
 # a heartbeat row at most every CRAWLER_HEARTBEAT_SECONDS …
 CRAWLER_HEARTBEAT_SECONDS = envfloat("CRAWLER_HEARTBEAT_SECONDS", 5.0, minimum=0.1)
 # … a process not heard from for this many seconds shows as stale (dead or stuck) …
@@ -626,7 +628,7 @@ CRAWLER_STALLED_SECONDS = envfloat("CRAWLER_STALLED_SECONDS", 60.0, minimum=1.0)
 # Beat saves each periodic task's last_run_at after every task it sends (Celery's default:
 # every 3 minutes), so the dashboard's "last beat run" is current; a few writes a minute.
 CELERY_BEAT_SYNC_EVERY = 1
-# Directory of the WARC archive (fetch.archive). Workers on several machines and the web
+# Directory of the WARC archive (archive.warc). Workers on several machines and the web
 # server (which reads records back for the admin) should share it, e.g. over NFS.
 CRAWLER_WARC_DIR = envstr("CRAWLER_WARC_DIR", str(BASE_DIR / "var" / "warc"))
 # Write every response to the WARC archive. Off: nothing is archived, no raw-response links.
@@ -638,11 +640,11 @@ CRAWLER_WARC_GZIP_LEVEL = envint("CRAWLER_WARC_GZIP_LEVEL", 1, minimum=1, maximu
 CRAWLER_WARC_MAX_FILE_BYTES = envint("CRAWLER_WARC_MAX_FILE_BYTES", 1_000_000_000, minimum=65536)
 # Where the archive is replayed: the URL of `manage.py replay`'s collection, such as
 # http://127.0.0.1:8090/crawl. Set, the search page, the search API and the admin link each
-# document to its archived copy there (fetch/replay.py::capture_url); empty: no such links.
+# document to its archived copy there (archive/replay.py::capture_url); empty: no such links.
 CRAWLER_REPLAY_URL = envstr("CRAWLER_REPLAY_URL", "").rstrip("/")
 
 
-# --- the crawl log (fetch/crawllog.py, docs: README "The crawl log") ------------------------
+# --- the crawl log (crawl/crawllog.py, docs: README "The crawl log") ------------------------
 # File every process appends one JSON line per request to (a path relative to the project
 # directory is taken from there); empty: no file.
 CRAWLER_CRAWL_LOG_FILE = envstr("CRAWLER_CRAWL_LOG_FILE", "var/log/crawl.jsonl")

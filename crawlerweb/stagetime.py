@@ -10,7 +10,7 @@ totals (no lock on the hot path); totals() adds up every thread's, including thr
 have ended. The clock is time.thread_time_ns() (CLOCK_THREAD_CPUTIME_ID: this thread's CPU,
 not the wall), about 0.3 µs a call, two calls per stage: a few µs per page.
 
-Work done in another process for this one (the parse pool, fetch/parsepool.py) is measured
+Work done in another process for this one (the parse pool, crawl/parsepool.py) is measured
 there and added here with add().
 """
 
@@ -26,9 +26,9 @@ STAGES = (
     "text",  # the visible text out of the tree
     "analysis",  # the search analyzer and the backend's index rows (indexer/analyzer.py)
     "fingerprint",  # content hash, text hash, SimHash (indexer/fingerprint.py)
-    "warc",  # WARC records built, digested, compressed, appended (fetch/archive.py)
+    "warc",  # WARC records built, digested, compressed, appended (archive/warc.py)
     "pool",  # handing pages to the parse pool and taking results back
-    "crawl_log",  # the crawl log line and its file (fetch/crawllog.py)
+    "crawl_log",  # the crawl log line and its file (crawl/crawllog.py)
     "session",  # a host session's steps, pacing, the engine
     "links",  # link admission: normalize, filter, seen test, insert (frontier/admission.py)
     "documents",  # documents and the full-text index written (indexer/service.py)

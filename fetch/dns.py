@@ -8,7 +8,7 @@ CRAWLER_DNS_NEGATIVE_SECONDS, in a bounded per-process LRU. IP literals skip the
 Failures keep their kind: a name that does not exist (EAI_NONAME) is the URL's problem
 and is retried on the URL's back-off; a resolver that cannot answer right now
 (EAI_AGAIN, EAI_FAIL, a timeout) is nobody's fault, so the caller pauses the host
-without charging its URLs (see fetch.service).
+without charging its URLs (see crawl.pipeline).
 """
 
 import socket

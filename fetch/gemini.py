@@ -51,7 +51,7 @@ from django.conf import settings
 from frontier.vocabulary import FetchError
 
 from . import dns
-from .http import ROBOTS_MAX_REDIRECTS, FetchResult, address_allowed, read_capped
+from .transport import ROBOTS_MAX_REDIRECTS, FetchResult, address_allowed, read_capped
 
 DEFAULT_PORT = 1965
 MAX_META_BYTES = 1024

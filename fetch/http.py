@@ -35,7 +35,6 @@ import ipaddress
 import socket
 import threading
 import time
-from dataclasses import dataclass, field
 from urllib.parse import urljoin, urlsplit
 
 import urllib3
@@ -45,60 +44,15 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import connection as urllib3_connection
 
 from crawlerweb import stagetime
-from crawlerweb.netpolicy import network_allows
 from frontier.vocabulary import FetchError
 
-from . import dns
+from . import dns, gemini
+from .transport import (  # noqa: F401  (the transports' shared names, as callers know them)
+    ROBOTS_MAX_REDIRECTS, BlockedAddress, FetchResult, address_allowed, charset_of, read_capped,
+)
 
 READ_CHUNK = 64 * 1024
-ROBOTS_MAX_REDIRECTS = 5
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-
-
-class BlockedAddress(Exception):
-    """The host resolved to an address the crawler must not connect to."""
-
-
-def address_allowed(ip: ipaddress.IPv4Address | ipaddress.IPv6Address, port: int | None = None) -> bool:
-    """May the crawler connect to ip:port? Never to its own services; to allowed networks
-    (and their ports); otherwise only to public unicast addresses."""
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        ip = ip.ipv4_mapped
-    if own_service(ip, port):
-        return False
-    return network_allows(ip, port, settings.CRAWLER_ALLOWED_NETWORKS)
-
-
-_own_services: dict = {}  # the settings' endpoints -> (refused (ip, port) pairs, bind-all ports)
-
-
-def own_service(ip, port: int | None) -> bool:
-    """Is ip:port one of the crawler's own services (CRAWLER_OWN_SERVICES)? Their names are
-    resolved once per process; a service bound to every address (0.0.0.0) is refused on
-    every loopback address."""
-    if port is None:
-        return False
-    key = tuple(settings.CRAWLER_OWN_SERVICES)
-    if key not in _own_services:
-        pairs, bind_all = set(), set()
-        for host, service_port in key:
-            for address in _addresses(host):
-                (bind_all.add(service_port) if address.is_unspecified else pairs.add((address, service_port)))
-        _own_services.clear()
-        _own_services[key] = (pairs, bind_all)
-    pairs, bind_all = _own_services[key]
-    return (ip, port) in pairs or (port in bind_all and (ip.is_loopback or ip.is_unspecified))
-
-
-def _addresses(host: str) -> set:
-    try:
-        return {ipaddress.ip_address(host.strip("[]"))}
-    except ValueError:
-        pass
-    try:
-        return {ipaddress.ip_address(info[4][0].split("%")[0]) for info in socket.getaddrinfo(host, None)}
-    except (OSError, ValueError):
-        return set()  # a name that does not resolve here is nothing this process can reach
 
 
 class _GuardedConnectionMixin:
@@ -140,57 +94,6 @@ class GuardedHTTPConnectionPool(HTTPConnectionPool):
 
 class GuardedHTTPSConnectionPool(HTTPSConnectionPool):
     ConnectionCls = GuardedHTTPSConnection
-
-
-@dataclass
-class FetchResult:
-    url: str
-    status: int | None = None
-    headers: dict[str, str] = field(default_factory=dict)  # lower-case names
-    body: bytes = b""
-    # "", timeout, deadline, connection, dns, dns_unavailable, blocked_address, too_large, protocol,
-    # redirect_limit
-    error: str = ""
-    error_detail: str = ""
-    elapsed: float = 0.0
-    # When the response (or the failure) ended, on time.monotonic()'s clock: the host's
-    # delay counts from here, not from when the page was analysed and handed on.
-    ended_at: float = 0.0
-    final_url: str = ""
-    address: str = ""  # the server address the last connection went to
-    # For the WARC archive: the response as received (header order and repeats kept).
-    started_at: float = 0.0  # wall clock, seconds since the epoch
-    http_version: int = 11
-    reason: str = ""
-    response_headers: list[tuple[str, str]] = field(default_factory=list)
-    body_read: bool = False  # False: the body was not downloaded (not a type asked for)
-    redirects: list["FetchResult"] = field(default_factory=list)  # hops followed before this response
-    sent_headers: dict[str, str] = field(default_factory=dict)  # the request's headers (urllib3 adds Host)
-    # Gemini (fetch/gemini.py): the header line as received, the server certificate.
-    gemini_header: str = ""
-    tls_fingerprint: str = ""  # SHA-256 of the certificate, hex
-    tls_not_after: float | None = None  # its expiry, seconds since the epoch
-
-    @property
-    def gemini(self) -> bool:
-        return self.url.startswith("gemini://")
-
-    @property
-    def content_type(self) -> str:
-        return self.headers.get("content-type", "").split(";")[0].strip().lower()
-
-    @property
-    def charset(self) -> str | None:
-        return charset_of(self.headers.get("content-type", ""))
-
-
-def charset_of(content_type: str) -> str | None:
-    """The charset parameter of a Content-Type value, if any."""
-    for part in content_type.split(";")[1:]:
-        name, _, value = part.partition("=")
-        if name.strip().lower() == "charset" and value.strip():
-            return value.strip().strip("\"'")
-    return None
 
 
 _local = threading.local()
@@ -268,8 +171,6 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
     conditional GET, every body read).
     """
     if url.startswith("gemini://"):
-        from . import gemini
-
         result = gemini.fetch(url, max_bytes=max_bytes, follow_redirects=follow_redirects)
         if via is not None and result.address:
             via.gemini_connections += 1 + len(result.redirects)
@@ -359,24 +260,3 @@ def _finish(resp) -> None:
 def _read_body(resp, max_bytes: int, deadline: float, result: FetchResult) -> bytes:
     return read_capped(lambda: resp.read1(READ_CHUNK, decode_content=True), max_bytes, deadline, result)
 
-
-def read_capped(read, max_bytes: int, deadline: float, result: FetchResult, first: bytes = b"") -> bytes:
-    """A body, `first` and then `read()`'s chunks (b"" at its end), until its end, `max_bytes`
-    (kept, the rest left unread: error too_large) or the deadline (error deadline). The cap
-    and the deadline of every protocol (fetch/gemini.py reads its bodies here too)."""
-    chunks, size, chunk = [], 0, first
-    while True:
-        if chunk:
-            size += len(chunk)
-            if size > max_bytes:
-                result.error = FetchError.TOO_LARGE
-                chunks.append(chunk[: len(chunk) - (size - max_bytes)])
-                break
-            chunks.append(chunk)
-        if time.monotonic() > deadline:
-            result.error = FetchError.DEADLINE
-            break
-        chunk = read()
-        if not chunk:
-            break
-    return b"".join(chunks)

@@ -22,7 +22,6 @@ from crawlerweb.adminkit import (
     YesNoFilter,
 )
 from crawlerweb.humanize import duration, exact, moment, per_day, relative
-from indexer.service import document_of
 
 from . import hoststate, importance, service, traps
 from .models import (
@@ -239,7 +238,7 @@ class HostAdmin(DerivedDataAdmin, ObjectActionsAdmin):
 
     @admin.display(description="requests")
     def log_link(self, host):
-        return format_html('<a href="{}?host_id={}">crawl log</a>', reverse("admin:fetch_crawllogentry_changelist"),
+        return format_html('<a href="{}?host_id={}">crawl log</a>', reverse("admin:crawl_crawllogentry_changelist"),
                            host.id)
 
     def available_object_actions(self, request, host):
@@ -255,7 +254,7 @@ class HostAdmin(DerivedDataAdmin, ObjectActionsAdmin):
 
     def object_links(self, host):
         links = [(f"its {host.url_count} URLs", f"{reverse('admin:frontier_url_changelist')}?host={host.id}"),
-                 ("its crawl log", f"{reverse('admin:fetch_crawllogentry_changelist')}?host_id={host.id}")]
+                 ("its crawl log", f"{reverse('admin:crawl_crawllogentry_changelist')}?host_id={host.id}")]
         if host.address:
             links.append((f"server address {host.address}",
                           f"{reverse('admin:frontier_serveraddress_changelist')}?q={host.address}"))
@@ -356,11 +355,13 @@ class UrlAdmin(DerivedDataAdmin, ObjectActionsAdmin):
 
     def object_links(self, url):
         links = [(f"host {url.host.origin}", reverse("admin:frontier_host_change", args=[url.host_id])),
-                 ("its crawl log lines", f"{reverse('admin:fetch_crawllogentry_changelist')}?"
+                 ("its crawl log lines", f"{reverse('admin:crawl_crawllogentry_changelist')}?"
                                          f"{urlencode({'host_id': url.host_id, 'q': url.url})}")]
-        document = document_of(url.id)
-        if document:
-            document_id, archived = document
+        # The document is the indexer's; its row names the URL, so the frontier reads it by
+        # the reverse relation (Document.url's related_name) without importing the indexer.
+        document_id, warc_file = Url.objects.filter(pk=url.id).values_list("document__id", "document__warc_file")[0]
+        if document_id:
+            archived = bool(warc_file)
             links.append(("its document", reverse("admin:indexer_document_change", args=[document_id])))
             if archived:
                 links.append(("raw response", reverse("admin:indexer_document_raw", args=[document_id])))

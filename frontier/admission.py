@@ -57,7 +57,7 @@ class AdmitResult:
     details: dict[int, str] = field(default_factory=dict)
     warnings: dict[int, tuple[str, str]] = field(default_factory=dict)
     # host id -> the best score among its URLs this batch added or raised: a session of that
-    # host carrying worse may want to swap (fetch/session.py).
+    # host carrying worse may want to swap (crawl/session.py).
     raised: dict[int, int] = field(default_factory=dict)
 
     def raise_to(self, host_id: int, priority: int) -> None:
@@ -245,7 +245,7 @@ def _hold_inlinks(referrers: dict[int, set[str]], site_pairs: set[tuple[str, str
 def flush_inlinks(due_only: bool = False) -> dict[int, int]:
     """Count the referring hosts this process holds (only when due, with `due_only`);
     returns {host id: best score} of the waiting URLs they raised. A stopping process
-    calls it (fetch/writer.py), and so may anyone who reads scores right after a batch."""
+    calls it (crawl/writer.py), and so may anyone who reads scores right after a batch."""
     if not len(_pending) or (due_only and not _pending.due()):
         return {}  # the writer asks after every group: nothing to build then
     result = AdmitResult()

@@ -2,7 +2,7 @@
 
 A crawled page costs the database a few rows (its state, its new links, its host's
 release); a statement costs a parse, a plan and a round trip whatever its size. So the
-writer's batches (fetch/writer.py: the group commits of a process) go in one statement per
+writer's batches (crawl/writer.py: the group commits of a process) go in one statement per
 table.
 
 Every statement that locks rows another writer may lock too takes them in one global

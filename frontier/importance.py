@@ -39,7 +39,6 @@ CRAWLER_DISPATCH_SHARES_LOADED (80/15/5) when the frontier is under load, handin
 band's unused share on, so no band starves.
 """
 
-import hashlib
 import math
 import random
 import threading
@@ -48,6 +47,10 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from django.conf import settings
+
+from .sketches import (  # noqa: F401  (importance's interface: the sketches it scores with)
+    LINEAR_COUNT_LIMIT, RANK_BITS, RANK_MAPS, REFERRER_BITS, referrer_key, referrer_mask, referrer_sketch, referring_hosts,
+)
 
 SITEMAP_LISTED = 10  # hint points for any URL a sitemap lists
 SITEMAP_PRIORITY_POINTS = 20  # × the sitemap's <priority> (0.0–1.0; 0.5 when absent)
@@ -84,65 +87,8 @@ def inlink_points(inlink_hosts: int) -> int:
     return settings.CRAWLER_SCORE_INLINK_HOST * min(inlink_hosts, settings.CRAWLER_SCORE_INLINK_HOSTS_MAX)
 
 
-# A bigint's bits but its sign: the same numbers in PostgreSQL, SQLite and Python.
-REFERRER_BITS = 63
-
-
-def referrer_key(origin: str) -> int:
-    """A referring origin's 63-bit hash: the same in every process (unlike hash())."""
-    digest = hashlib.blake2b(origin.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest, "big") >> 1
-
-
-def referrer_mask(origins) -> int:
-    """The bits of these referring origins in a URL's `inlink_bits`."""
-    mask = 0
-    for origin in origins:
-        mask |= 1 << (referrer_key(origin) % REFERRER_BITS)
-    return mask
-
-
-# A host's standing counts the distinct other hosts seen linking to it in two 63-bit
-# sketches on its row, each only ever OR-ed with new bits, so any process may add to them
-# in one UPDATE and a pair counted twice changes nothing (a row per pair cost an insert, a
-# foreign-key check and an index entry per edge of the host graph). `referrer_bits`: one
-# bit per referring host, counted by linear counting (Whang et al. 1990), close to exact
-# for the first few dozen hosts, where the standing's logarithm moves most. Past
-# LINEAR_COUNT_LIMIT bits set, `referrer_ranks`: RANK_MAPS bitmaps of RANK_BITS bits, each
-# host setting bit r of one of them, r its hash's trailing zeros (Flajolet & Martin 1985,
-# PCSA): about ±40 % from a hundred hosts to a hundred thousand, a few points of the
-# standing's 6 × log2 (within 8 of the exact count's in tests of up to 100,000 hosts).
-LINEAR_COUNT_LIMIT = 51  # of REFERRER_BITS set: about 100 hosts
-RANK_MAPS, RANK_BITS = 4, 15
-_PCSA_PHI = 0.77351
-
-
-def referrer_sketch(origins) -> tuple[int, int]:
-    """(referrer_bits, referrer_ranks) of these referring origins."""
-    bits = ranks = 0
-    for key in map(referrer_key, origins):
-        bits |= 1 << (key % REFERRER_BITS)
-        rest = key >> 2
-        rank = min((rest & -rest).bit_length() - 1 if rest else RANK_BITS - 1, RANK_BITS - 1)
-        ranks |= 1 << ((key & (RANK_MAPS - 1)) * RANK_BITS + rank)
-    return bits, ranks
-
-
-def referring_hosts(bits: int, ranks: int) -> int:
-    """The distinct other hosts a host's sketches have seen linking to it (an estimate)."""
-    set_bits = bits.bit_count()
-    if set_bits <= LINEAR_COUNT_LIMIT:
-        return round(-REFERRER_BITS * math.log(1 - set_bits / REFERRER_BITS))
-    lowest_unset = 0
-    for n in range(RANK_MAPS):
-        bitmap = (ranks >> (n * RANK_BITS)) & ((1 << RANK_BITS) - 1)
-        lowest_unset += (~bitmap & (bitmap + 1)).bit_length() - 1
-    linear_most = round(-REFERRER_BITS * math.log(1 - LINEAR_COUNT_LIMIT / REFERRER_BITS))
-    return max(linear_most, round(RANK_MAPS / _PCSA_PHI * 2 ** (lowest_unset / RANK_MAPS)))
-
-
 def site_points(host_inlink_hosts: int) -> int:
-    """A host's standing (the sessions' draw in fetch/engine.py): CRAWLER_SCORE_SITE_INLINK_HOST
+    """A host's standing (the sessions' draw in crawl/engine.py): CRAWLER_SCORE_SITE_INLINK_HOST
     × log2(1 + the distinct other hosts seen linking to its pages). Logarithmic: the first
     hosts that link a site say most; a site linked from the whole web does not drown every
     other part of the score."""

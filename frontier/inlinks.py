@@ -12,7 +12,7 @@ about the same time in them: the rows are the cost, docs/benchmarks.md, 2026-12-
 The price, stated: a score rises up to CRAWLER_INLINK_FLUSH_SECONDS late (a link itself
 is admitted at once; only the points wait), and what a process holds when it dies
 without stopping is not counted (a score is a hint: the pages are fetched all the same).
-A process that stops flushes (fetch/writer.py, when it closes).
+A process that stops flushes (crawl/writer.py, when it closes).
 """
 
 import threading

@@ -69,7 +69,7 @@ class HostView:
 @stagetime.timed("leases")
 def lease_ready_hosts(owner: str, max_hosts: int, loaded: bool = False) -> list[Lease]:
     """Lease up to max_hosts hosts whose politeness time has passed and that have due URLs,
-    each with the URLs of one host session (fetch/session.py).
+    each with the URLs of one host session (crawl/session.py).
 
     Which hosts: a biased draw over the score bands (frontier/importance.py), each band's
     share of the round its longest-ready hosts; `loaded` (the caller's queues or sessions
@@ -350,7 +350,7 @@ def release_hosts(ended: list[tuple[int, str, str, HostUpdate]]) -> set[int]:
 def more_urls(host_id: int, token: str, taken: frozenset, limit: int, above: int | None = None) -> list[QueuedUrl]:
     """A running session's next URLs: its host's best due URLs that it has not had (only
     those scoring above `above`, when given: better than what it carries), as long as its
-    lease holds (fetch/session.py: one visit, one connection). A refresh (`above` given)
+    lease holds (crawl/session.py: one visit, one connection). A refresh (`above` given)
     skips the lease query: the session checks its lease before each request anyway."""
     if limit <= 0 or (above is None and not Host.objects.filter(id=host_id, lease_owner=token).exists()):
         return []

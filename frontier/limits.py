@@ -10,8 +10,9 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.dispatch import receiver
 
-from .models import CrawlLimits, ExcludedDomain, Host
+from .models import CrawlLimits, ExcludedDomain, Host, limits_changed
 
 LIMITS_RECHECK_SECONDS = 2.0
 
@@ -104,3 +105,9 @@ def forget_cached_limits() -> None:
     with _lock:
         _cached = None
     forget_loaded_scopes()
+
+
+@receiver(limits_changed)
+def _limits_changed(sender, **kwargs) -> None:
+    # This process sees its own change at once; others notice the version within seconds.
+    forget_cached_limits()

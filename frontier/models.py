@@ -6,7 +6,14 @@ carry (host id, lease token, URL ids) and are safe to lose.
 
 from django.contrib.admin import display as admin_display
 from django.db import models
+from django.dispatch import Signal
 from django.utils import timezone
+
+from .sketches import referring_hosts
+
+# Sent after the limits or exclusions changed (a save of CrawlLimits or bump_version): this
+# process drops its snapshot at once (frontier/limits.py); others notice the version.
+limits_changed = Signal()
 
 
 class Host(models.Model):
@@ -22,9 +29,9 @@ class Host(models.Model):
     # Lease: the one dispatcher/worker allowed to send requests to this host right now.
     lease_owner = models.CharField(max_length=80, blank=True, default="")
     leased_until = models.DateTimeField(null=True, blank=True)
-    # The crawling process running the lease (its heartbeat's holder id, console/liveness.py),
+    # The crawling process running the lease (its heartbeat's holder id, crawl/liveness.py),
     # written when it begins the session: a process whose heartbeat goes stale has its
-    # leases released by the others (fetch/recovery.py) instead of after leased_until.
+    # leases released by the others (crawl/recovery.py) instead of after leased_until.
     lease_holder = models.CharField(max_length=32, blank=True, default="", db_default="",
                                     help_text="the crawling process running the lease (its heartbeat's holder id)")
     # robots.txt cache (RFC 9309): body as fetched (capped), HTTP status or null on a
@@ -98,8 +105,6 @@ class Host(models.Model):
     @admin_display(description="other hosts linking to its pages (estimated: its standing)")
     def referring_hosts(self) -> int:
         """Distinct other hosts seen linking to its pages (an estimate: importance.referring_hosts)."""
-        from .importance import referring_hosts
-
         return referring_hosts(self.referrer_bits, self.referrer_ranks)
 
 
@@ -354,23 +359,18 @@ class CrawlLimits(models.Model):
         current = CrawlLimits.objects.filter(pk=1).values_list("version", flat=True).first()
         self.version = (current or 0) + 1
         super().save(*args, **kwargs)
-        _forget_local_snapshot()
+        limits_changed.send(sender=CrawlLimits)
 
     @classmethod
     def bump_version(cls):
+        """Every runner sees a change of limits within LIMITS_RECHECK_SECONDS; this process
+        at once (frontier/limits.py listens for limits_changed)."""
         if not cls.objects.filter(pk=1).update(version=models.F("version") + 1):
             cls.objects.get_or_create(pk=1)
-        _forget_local_snapshot()
+        limits_changed.send(sender=cls)
 
     def __str__(self):
         return f"crawl limits v{self.version}"
-
-
-def _forget_local_snapshot():
-    # This process sees its own change at once; others notice the version within seconds.
-    from .limits import forget_cached_limits
-
-    forget_cached_limits()
 
 
 class RecrawlPlan(models.Model):

@@ -32,7 +32,7 @@ SMOOTHING = 0.3
 # Why a host's next request waits (HostClock.wait_reason, kept in Host.wait_reason).
 WAIT_REASONS = ("crawl_delay", "adaptive", "default_delay", "retry_after_429", "retry_after_503", "breaker", "dns",
                 "robots_unavailable", "store_failed")
-STORE_FAILED = "store_failed"  # its results could not be stored: paused on the breaker's ladder (fetch/writer.py)
+STORE_FAILED = "store_failed"  # its results could not be stored: paused on the breaker's ladder (crawl/writer.py)
 
 
 def store_failure_pause(failures: int) -> float:

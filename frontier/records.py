@@ -207,7 +207,7 @@ def requeue_dead_letters(dead_letter_ids: Iterable[int]) -> int:
 
 
 def settle_unstorable(url_ids: list[int], reason: str) -> int:
-    """URLs whose fetch results the database refuses (fetch/writer.py): failed, to the
+    """URLs whose fetch results the database refuses (crawl/writer.py): failed, to the
     dead-letter table for an admin to look at and requeue, instead of being fetched and
     failing again forever. Only URLs still queued. Returns how many were settled."""
     now = timezone.now()

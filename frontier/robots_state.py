@@ -28,7 +28,7 @@ def unreachable(status: int | None) -> bool:
 
 def classify(status: int | None, error: str, fetched: bool = True) -> RobotsVerdict:
     """The verdict for a host row's (robots_status, robots_error). A non-empty error is
-    stored exactly when the answer was unreachable (fetch.robots.save)."""
+    stored exactly when the answer was unreachable (crawl.robots.save)."""
     if not fetched:
         return RobotsVerdict.NOT_FETCHED
     if error:

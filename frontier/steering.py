@@ -9,7 +9,7 @@ validated, applied and audited the same way.
 How a pause reaches the runners: the pause is a row change that bumps CrawlLimits.version.
 Dispatchers stop leasing at their next round (lease_ready_hosts reads the row); every
 session engine's lease keeper refreshes the limits snapshot every LIMITS_RECHECK_SECONDS, and
-a session checks it before each request (fetch/session.py, not_paused), ends, and gives
+a session checks it before each request (crawl/session.py, not_paused), ends, and gives
 its host back with its URLs still queued. Nothing is lost: a paused URL simply waits.
 """
 

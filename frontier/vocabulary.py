@@ -60,7 +60,7 @@ class PageDetail(StrEnum):
     CANONICAL_ELSEWHERE = "canonical_elsewhere"  # its <link rel=canonical> names another URL, admitted instead
     NOINDEX = "noindex"
     NOT_HTML = "not_html"
-    PARSE_FAILED = "parse_failed"  # its analysis crashed or hung a parse process (fetch/parsepool.py)
+    PARSE_FAILED = "parse_failed"  # its analysis crashed or hung a parse process (crawl/parsepool.py)
 
 
 class Observation(StrEnum):

@@ -11,7 +11,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 
 from crawlerweb.adminkit import BigTableAdmin, ReadOnlyAdmin
-from fetch import archive, http, replay
+from archive import warc, replay
+from fetch import http
 
 from .models import Document
 
@@ -96,10 +97,10 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
                                   "CRAWLER_WARC_ENABLED was off, or before the archive existed. "
                                   "Its next fetch will archive it.")
             return TemplateResponse(request, "admin/indexer/document/raw_response.html", context, status=404)
-        location = archive.Location(document.warc_file, document.warc_offset or 0, document.warc_length or 0)
+        location = warc.Location(document.warc_file, document.warc_offset or 0, document.warc_length or 0)
         try:
-            response = archive.read_response(location)
-        except archive.ArchiveUnavailable as exc:
+            response = warc.read_response(location)
+        except warc.ArchiveUnavailable as exc:
             context["problem"] = str(exc)
             return TemplateResponse(request, "admin/indexer/document/raw_response.html", context, status=404)
         download = request.GET.get("download")
@@ -116,7 +117,7 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
         return TemplateResponse(request, "admin/indexer/document/raw_response.html", context)
 
 
-def _preview(response: archive.ArchivedResponse) -> str:
+def _preview(response: warc.ArchivedResponse) -> str:
     content_type = next((value for name, value in response.http_headers if name.lower() == "content-type"), "")
     charset = http.charset_of(content_type) or "utf-8"
     try:

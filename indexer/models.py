@@ -40,7 +40,7 @@ class Document(models.Model):
     )
     indexed = models.BooleanField(default=False)
     fetched_at = models.DateTimeField(default=timezone.now)
-    # Where the raw response is archived (fetch.archive); empty when archiving was off.
+    # Where the raw response is archived (archive.warc); empty when archiving was off.
     warc_file = models.CharField(max_length=255, blank=True, default="", db_default="")
     warc_offset = models.BigIntegerField(null=True, blank=True)
     warc_length = models.IntegerField(null=True, blank=True)

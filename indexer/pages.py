@@ -1,4 +1,4 @@
-"""The pages of a WACZ package (console/wacz.py): each document in the search index with
+"""The pages of a WACZ package (archive/wacz.py): each document in the search index with
 the text it was indexed from and where its response is archived, read in id order a batch
 at a time (keyset paging), so a million pages cost one batch of memory."""
 

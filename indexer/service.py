@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from crawlerweb import stagetime
-from fetch import replay
+from archive import replay
 from frontier.vocabulary import Observation, PageDetail
 
 from . import bulk, linksources, neardup, paging, snippets, textstore
@@ -129,7 +129,7 @@ def parse_page(url: str, content_type: str, charset: str | None, body: bytes, ro
     """A response's page as the crawler reads it (HTML, gemtext, or a capsule's other text), or
     None when the body is none of those; no database access. robots_header: the response's X-Robots-Tag, honoured like the meta tag
     (for every crawler, or for `robots_token`). The crawl and the export's outlinks
-    (fetch/pagelinks.py) both parse here, so they read the same links from the same bytes."""
+    (crawl/pagelinks.py) both parse here, so they read the same links from the same bytes."""
     if looks_binary(body):
         return None
     limits = {"max_links": settings.CRAWLER_MAX_LINKS_PER_PAGE, "max_chars": settings.CRAWLER_MAX_INDEX_CHARS}
@@ -386,10 +386,3 @@ def document_counts() -> dict:
         "duplicates": Document.objects.exclude(duplicate_of=None).count(),
         "noindex": Document.objects.filter(noindex=True).count(),
     }
-
-
-def document_of(url_id: int) -> tuple[int, bool] | None:
-    """The document stored for a frontier URL, as (document id, whether its response is
-    archived), or None: what the URL's admin page links to."""
-    row = Document.objects.filter(url_id=url_id).values_list("id", "warc_file").first()
-    return (row[0], bool(row[1])) if row else None

@@ -17,7 +17,10 @@ around the first confirmed match is analyzed to mark every match in it.
 import re
 
 from .analyzer import iter_group_spans
-from .backends.base import MARK_END, MARK_START
+
+# Snippets mark matched terms with these control characters; callers render them as
+# <mark> (HTML) or strip them (plain text). They never occur in extracted page text.
+MARK_START, MARK_END = "\x02", "\x03"
 
 WINDOW_BEFORE, WINDOW_AFTER = 60, 220
 # What separates a title's parts: "os.path — Common pathname manipulations — Python docs",

@@ -4,7 +4,7 @@ The visible text is the biggest thing a page leaves in the database (22 KB on th
 web, more on documentation sites). PostgreSQL compresses large values itself (TOAST, lz4
 since migration indexer/0004). SQLite does not, so there the text is kept
 zlib-compressed, level 1, as a BLOB in the same column (an SQLite column holds any type):
-a third of the bytes for ~0.1 ms of CPU per page, paid in the parse pool (fetch/service.py
+a third of the bytes for ~0.1 ms of CPU per page, paid in the parse pool (crawl/pipeline.py
 analyse prepares it) and undone only for what is read back (a snippet's prefix, the
 admin's view, a re-index). Rows written as text by earlier releases read as they are.
 """

@@ -2,8 +2,10 @@
 suite on PostgreSQL and again on SQLite) and reach the sample web on loopback only."""
 
 import ipaddress
+import re
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 from django.db import connection
@@ -68,26 +70,43 @@ def module_test_settings():
 
 
 def pytest_sessionfinish(session, exitstatus):
-    from fetch import archive
+    from archive import warc
 
-    archive.close()
+    warc.close()
     shutil.rmtree(TEST_WARC_DIR, ignore_errors=True)
 
 
+# Fixtures through which a test reaches the database in this process.
+DATABASE_FIXTURES = frozenset({"db", "transactional_db", "django_db_reset_sequences", "django_db_serialized_rollback",
+                               "django_db_blocker", "live_server", "admin_client", "admin_user", "django_user_model"})
+# What a test module names when it reaches the database from another process (a crawl, a
+# worker, a dispatcher, a bench run started with the suite's DATABASE_URL).
+OTHER_PROCESS_DATABASE = re.compile(r"DATABASE_URL|manage\.py|distributed_cluster|child_env|migrated_sqlite")
+
+
+def touches_a_database(item) -> bool:
+    if item.get_closest_marker("django_db") or DATABASE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    module = getattr(item, "module", None)
+    return bool(module and OTHER_PROCESS_DATABASE.search(Path(module.__file__).read_text()))
+
+
 def pytest_collection_modifyitems(config, items):
-    # Tests with nothing the databases do differently run once, on the SQLite run: the
-    # PostgreSQL run has the distributed tests, and the suite's time is the longer run's.
+    # A test that touches no database runs once, on the SQLite run (the PostgreSQL run has
+    # the distributed tests, and the suite's time is the longer run's). `backend_free` says
+    # so of a test whose module also reaches a database elsewhere.
     once = pytest.mark.skip(reason="no database difference to test: run once, on the SQLite run")
     if connection.vendor == "postgresql":
         for item in items:
-            if "backend_free" in item.keywords:
+            if "postgres" in item.keywords:
+                continue
+            if "backend_free" in item.keywords or not touches_a_database(item):
                 item.add_marker(once)
         return
     skip = pytest.mark.skip(reason="needs PostgreSQL (DATABASE_URL is not postgres://)")
     for item in items:
         if "postgres" in item.keywords:
             item.add_marker(skip)
-
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from django.db import connection
 from bench.cluster import run_cluster
 from bench.sampleweb import WebConfig, audit_log, run_server
 from bench.sampleweb.audit import read_log
-from fetch import archive
+from archive import warc
 from frontier.models import Url
 from indexer.models import Document
 
@@ -94,7 +94,7 @@ def assert_every_response_archived(web):
     documents = list(Document.objects.all())
     assert documents and all(doc.warc_file for doc in documents)
     for doc in documents:
-        back = archive.read_response(archive.Location(doc.warc_file, doc.warc_offset, doc.warc_length))
+        back = warc.read_response(warc.Location(doc.warc_file, doc.warc_offset, doc.warc_length))
         assert back.target_uri == doc.address
         assert hashlib.sha256(back.body).hexdigest() == doc.content_hash
 
@@ -175,7 +175,7 @@ def distributed_cluster(workers=2, dispatchers=2, concurrency=1, **env_extra):
 def run_sessions(leases, threads: int = 2, timeout: float = 60.0):
     """Run these leases as host sessions on a real engine until all are written; returns
     the engine (its stats and its writer's)."""
-    from fetch.engine import SessionEngine
+    from crawl.engine import SessionEngine
 
     engine = SessionEngine(fetch_threads=threads, name="test").start()
     try:

@@ -195,7 +195,7 @@ def test_every_list_of_the_crawl_fits_1366_px_with_long_urls(page):
     from django.contrib import admin
     from django.urls import reverse
 
-    from fetch.models import CrawlLogEntry
+    from crawl.models import CrawlLogEntry
     from frontier.models import DeadLetter, SteeringAction, UrlPattern
 
     host = Host.objects.create(origin="http://a-rather-long-host-name.example-of-a-site.test", address="10.1.2.3")
@@ -210,8 +210,8 @@ def test_every_list_of_the_crawl_fits_1366_px_with_long_urls(page):
                                  worker="a-machine-name/worker-12345", lease="0123456789abcdef0123456789abcdef")
     UrlPattern.objects.create(key=1, pattern=host.origin + "/section-#/chapter-#/…", pages=40, new_pages=2)
     SteeringAction.objects.create(actor="admin:op", action="recrawl_now", target=url.url, result="1 changed")
-    ours = [model for model in admin.site._registry if model._meta.app_label in ("frontier", "fetch", "indexer",
-                                                                                  "console")]
+    ours = [model for model in admin.site._registry if model._meta.app_label in ("frontier", "fetch", "archive",
+                                                                                  "indexer", "crawl", "console")]
     assert len(ours) >= 15
     wide = {}
     for model in ours:

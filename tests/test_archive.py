@@ -1,4 +1,4 @@
-"""The WARC archive (fetch.archive): responses fetched over real HTTP from the hostile web
+"""The WARC archive (archive.warc): responses fetched over real HTTP from the hostile web
 are written, read back at random by (file, offset, length), and shown in the admin."""
 
 import gzip
@@ -13,7 +13,8 @@ from django.urls import reverse
 from warcio.archiveiterator import ArchiveIterator
 
 from bench.sampleweb.hostile import hostile_web
-from fetch import archive, cdxj, http
+from archive import warc, cdxj
+from fetch import http
 from frontier import service
 from frontier.models import Url
 from indexer.models import Document
@@ -25,9 +26,9 @@ from .crawl_helpers import warc_records
 def warc_dir(settings, tmp_path):
     """A fresh archive directory per test; the process's writer starts a file there."""
     settings.CRAWLER_WARC_DIR = str(tmp_path / "warc")
-    archive.close()
+    warc.close()
     yield Path(settings.CRAWLER_WARC_DIR)
-    archive.close()
+    warc.close()
 
 
 @pytest.fixture(scope="module")
@@ -38,8 +39,8 @@ def web():
 
 def test_a_response_reads_back_byte_for_byte_from_its_location(warc_dir, web):
     result = http.fetch(web.url("/lying-charset"), body_types=("text/html",))
-    location = archive.record(result)
-    back = archive.read_response(location)
+    location = warc.record(result)
+    back = warc.read_response(location)
     assert back.body == result.body and back.body.decode("cp1252").count("caf\u00e9") == 1
     assert back.status_line == "HTTP/1.1 200 OK"
     assert ("Content-Type", "text/html; charset=utf-8") in back.http_headers
@@ -54,7 +55,7 @@ def test_a_response_reads_back_byte_for_byte_from_its_location(warc_dir, web):
 def test_each_file_starts_with_warcinfo_and_pairs_every_response_with_its_request(warc_dir, web):
     urls = [web.url(p) for p in ("/ok", "/fine/1", "/no-such-page")]
     for url in urls:
-        archive.record(http.fetch(url, body_types=("text/html",)))
+        warc.record(http.fetch(url, body_types=("text/html",)))
     records = warc_records(warc_dir)
     assert [r["type"] for r in records] == ["warcinfo"] + ["response", "request"] * 3
     assert [r["uri"] for r in records if r["type"] == "response"] == urls
@@ -69,7 +70,7 @@ def test_a_decoded_body_keeps_the_original_framing_headers_under_another_name(wa
     settings.CRAWLER_MAX_BODY_BYTES = 64 * 1024
     result = http.fetch(web.url("/bomb-gzip"), body_types=("text/html",))
     assert result.error == "too_large"
-    back = archive.read_response(archive.record(result))
+    back = warc.read_response(warc.record(result))
     headers = dict(back.http_headers)
     assert headers["X-Archive-Orig-Content-Encoding"] == "gzip"
     assert "Content-Encoding" not in headers  # readers must not inflate the stored body again
@@ -83,21 +84,21 @@ def test_a_decoded_body_keeps_the_original_framing_headers_under_another_name(wa
 ])
 def test_a_body_cut_short_is_marked_truncated_with_the_reason(warc_dir, web, settings, path, truncated):
     settings.CRAWLER_MAX_BODY_BYTES, settings.CRAWLER_TOTAL_DEADLINE = 64 * 1024, 0.5
-    back = archive.read_response(archive.record(http.fetch(web.url(path), body_types=("text/html",))))
+    back = warc.read_response(warc.record(http.fetch(web.url(path), body_types=("text/html",))))
     assert back.truncated == truncated
 
 
 def test_a_body_not_downloaded_is_marked_and_a_response_that_never_came_is_not_recorded(warc_dir, web):
     skipped = http.fetch(web.url("/other-robots.txt"), body_types=("text/html",))  # text/plain: not read
-    back = archive.read_response(archive.record(skipped))
+    back = warc.read_response(warc.record(skipped))
     assert back.body == b"" and back.truncated == "unspecified" and back.status_line.endswith("200 OK")
     refused = http.fetch("http://127.0.0.1:1/nothing-listens-here")
-    assert refused.status is None and archive.record(refused) is None
+    assert refused.status is None and warc.record(refused) is None
 
 
 def test_robots_txt_redirect_hops_are_each_archived(warc_dir, web):
     result = http.fetch(web.url("/robots.txt", "robots_redirect"), follow_redirects=True)
-    archive.record(result)
+    warc.record(result)
     responses = [r for r in warc_records(warc_dir) if r["type"] == "response"]
     assert [(r["uri"], r["status"]) for r in responses] == [
         (web.url("/robots.txt", "robots_redirect"), "301"), (web.url("/other-robots.txt"), "200")]
@@ -107,10 +108,10 @@ def test_robots_txt_redirect_hops_are_each_archived(warc_dir, web):
 def test_files_rotate_by_size_and_every_location_stays_readable(warc_dir, web, settings):
     settings.CRAWLER_WARC_MAX_FILE_BYTES = 1  # every record starts a new file
     fetched = [http.fetch(web.url(f"/fine/{n}"), body_types=("text/html",)) for n in range(4)]
-    locations = [archive.record(r) for r in fetched]
+    locations = [warc.record(r) for r in fetched]
     assert len({loc.filename for loc in locations}) == 4 == len(list(warc_dir.glob("*.warc.gz")))
     assert all(loc.offset > 0 for loc in locations)  # after each file's warcinfo record
-    assert [archive.read_response(loc).body for loc in locations] == [r.body for r in fetched]
+    assert [warc.read_response(loc).body for loc in locations] == [r.body for r in fetched]
     assert [r["type"] for r in warc_records(warc_dir)] == ["warcinfo", "response", "request"] * 4
 
 
@@ -119,7 +120,7 @@ def test_threads_append_whole_records_without_interleaving(warc_dir, web):
     locations = {}
 
     def write(n):
-        locations[n] = [archive.record(fetched[n]) for _ in range(25)]
+        locations[n] = [warc.record(fetched[n]) for _ in range(25)]
 
     threads = [threading.Thread(target=write, args=(n,)) for n in fetched]
     for t in threads:
@@ -127,49 +128,49 @@ def test_threads_append_whole_records_without_interleaving(warc_dir, web):
     for t in threads:
         t.join()
     for n, locs in locations.items():
-        assert {archive.read_response(loc).body for loc in locs} == {fetched[n].body}
+        assert {warc.read_response(loc).body for loc in locs} == {fetched[n].body}
     assert len([r for r in warc_records(warc_dir) if r["type"] == "response"]) == 200
 
 
 def test_a_forked_worker_writes_its_own_file(warc_dir, web):
     result = http.fetch(web.url("/ok"), body_types=("text/html",))
-    parent_file = archive.record(result).filename
+    parent_file = warc.record(result).filename
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: as a Celery prefork child would, after the parent wrote
         try:
-            os.write(write_end, archive.record(result).filename.encode())
+            os.write(write_end, warc.record(result).filename.encode())
         finally:
             os._exit(0)
     os.close(write_end)
     child_file = os.read(read_end, 4096).decode()
     os.waitpid(pid, 0)
     assert child_file != parent_file and child_file.endswith(f"-{pid}.warc.gz")
-    assert archive.record(result).filename == parent_file  # the parent carries on in its own
+    assert warc.record(result).filename == parent_file  # the parent carries on in its own
 
 
 def test_archiving_off_writes_nothing(warc_dir, web, settings):
     settings.CRAWLER_WARC_ENABLED = False
-    assert archive.record(http.fetch(web.url("/ok"))) is None
+    assert warc.record(http.fetch(web.url("/ok"))) is None
     assert not warc_dir.exists()
 
 
 def test_a_record_that_cannot_be_read_back_says_why(warc_dir, web, settings):
-    location = archive.record(http.fetch(web.url("/ok"), body_types=("text/html",)))
+    location = warc.record(http.fetch(web.url("/ok"), body_types=("text/html",)))
     unreadable = {
-        archive.Location("../../etc/passwd", 0, 100): "not a record this crawler wrote",
-        archive.Location(location.filename.replace("-0", "-9", 1), 0, 100): "is not in CRAWLER_WARC_DIR",
-        archive.Location(location.filename, 0, location.offset): "is a warcinfo",  # the file's first record
-        archive.Location(location.filename, location.offset + 1, location.length): "no WARC record",
-        archive.Location(location.filename, location.offset, location.length + 10**6): "ends before the record",
-        archive.Location(location.filename, -1, 10): "not a record this crawler wrote",
+        warc.Location("../../etc/passwd", 0, 100): "not a record this crawler wrote",
+        warc.Location(location.filename.replace("-0", "-9", 1), 0, 100): "is not in CRAWLER_WARC_DIR",
+        warc.Location(location.filename, 0, location.offset): "is a warcinfo",  # the file's first record
+        warc.Location(location.filename, location.offset + 1, location.length): "no WARC record",
+        warc.Location(location.filename, location.offset, location.length + 10**6): "ends before the record",
+        warc.Location(location.filename, -1, 10): "not a record this crawler wrote",
     }
     for bad, message in unreadable.items():
-        with pytest.raises(archive.ArchiveUnavailable, match=message):
-            archive.read_response(bad)
-    missing = archive.Location(location.filename.replace("-0", "-9", 1), 0, 100)
-    with pytest.raises(archive.ArchiveUnavailable, match=r"written on host \S+: point CRAWLER_WARC_DIR"):
-        archive.read_response(missing)
+        with pytest.raises(warc.ArchiveUnavailable, match=message):
+            warc.read_response(bad)
+    missing = warc.Location(location.filename.replace("-0", "-9", 1), 0, 100)
+    with pytest.raises(warc.ArchiveUnavailable, match=r"written on host \S+: point CRAWLER_WARC_DIR"):
+        warc.read_response(missing)
 
 
 # --- the admin ----------------------------------------------------------------------------
@@ -179,7 +180,7 @@ def test_a_record_that_cannot_be_read_back_says_why(warc_dir, web, settings):
 def archived_document(warc_dir, web, db):
     url = web.url("/lying-charset")
     result = http.fetch(url, body_types=("text/html",))
-    location = archive.record(result)
+    location = warc.record(result)
     service.add_urls([service.Candidate(url)])
     return Document.objects.create(
         url=Url.objects.get(url=url), address=url, title="lying", content_hash=hashlib.sha256(result.body).hexdigest(),
@@ -249,17 +250,17 @@ def test_a_failed_write_leaves_no_torn_record_and_the_next_record_starts_a_new_f
     if pid == 0:  # a child, so that the file-size limit (a full disk, as far as write() can tell) stays there
         report = {}
         try:
-            first = archive.record(result)
+            first = warc.record(result)
             report["size_before"] = (warc_dir / first.filename).stat().st_size
             soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
             full_at = report["size_before"] + 200  # less than the next record needs
             resource.setrlimit(resource.RLIMIT_FSIZE, (full_at, hard))
             try:
-                archive.record(result)
+                warc.record(result)
             except OSError as exc:
                 report["error"] = exc.strerror
             resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
-            report["next"] = archive.record(result)
+            report["next"] = warc.record(result)
         finally:
             os.write(write_end, json.dumps(report).encode())
             os._exit(0)
@@ -272,7 +273,7 @@ def test_a_failed_write_leaves_no_torn_record_and_the_next_record_starts_a_new_f
     assert files[0].stat().st_size == report["size_before"]  # the torn 200 bytes were cut off
     # the file that failed holds what was written before and nothing torn after it
     assert [r["type"] for r in warc_records(warc_dir)] == ["warcinfo", "response", "request"] * 2
-    assert archive.read_response(archive.Location(*report["next"])).body == result.body
+    assert warc.read_response(warc.Location(*report["next"])).body == result.body
     # and its index lists the record before the failure, whole, and nothing torn
     assert [len(cdxj.sidecar_path(f).read_text().splitlines()) for f in files] == [1, 1]
     assert cdxj.sidecar_path(files[0]).read_text().endswith("\n")

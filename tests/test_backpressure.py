@@ -9,7 +9,7 @@ import redis
 from celery import Celery
 from django.utils import timezone
 
-from fetch import runners
+from crawl import runners
 from frontier import service
 from frontier.models import Host
 

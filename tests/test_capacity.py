@@ -1,9 +1,9 @@
-"""fetch/capacity.py: the cap on the sessions a process holds, moved by how late due
+"""crawl/capacity.py: the cap on the sessions a process holds, moved by how late due
 sessions start. Table first: (cap, sessions open, paced steps, of which late) -> cap."""
 
 import pytest
 
-from fetch.capacity import ADJUST_SECONDS, SessionCap
+from crawl.capacity import ADJUST_SECONDS, SessionCap
 
 pytestmark = pytest.mark.backend_free
 

@@ -1,4 +1,4 @@
-"""The archive as the web-archiving tools read it (fetch.archive, fetch.cdxj): the CDXJ index
+"""The archive as the web-archiving tools read it (archive.warc, archive.cdxj): the CDXJ index
 written beside each WARC file equals webrecorder's cdxj-indexer reading the same file; every
 record names its file's warcinfo; revisits name their original; warcio's own checker passes
 every file; rotation and the parse pool keep records and index lines in the file they name.
@@ -15,7 +15,8 @@ import pytest
 from cdxj_indexer.main import CDXJIndexer
 from warcio.archiveiterator import ArchiveIterator
 
-from fetch import archive, cdxj, http
+from archive import warc, cdxj
+from fetch import http
 
 from .test_recrawl import PROSE, Site, crawl, revisit
 
@@ -31,11 +32,11 @@ def site(settings, tmp_path):
     settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0
     settings.CRAWLER_RECRAWL_BUDGET_PER_DAY = 86400 * 100
     recrawl.forget_plan()
-    archive.close()
+    warc.close()
     s = Site()
     yield s
     s.server.shutdown()
-    archive.close()
+    warc.close()
     recrawl.forget_plan()
 
 
@@ -50,7 +51,7 @@ def crawled_with_revisits(site):
     frontier.add_seeds([site.origin + "/"])
     crawl()
     revisit(site.origin + "/etag", site.origin + "/same")
-    return Path(archive.settings.CRAWLER_WARC_DIR)
+    return Path(warc.settings.CRAWLER_WARC_DIR)
 
 
 def records_of(path: Path) -> list:
@@ -89,7 +90,7 @@ def test_the_index_written_with_the_records_is_what_cdxj_indexer_reads_from_the_
     for line in lines:
         fields = json.loads(line.split(" ", 2)[2])
         if fields["mime"] != "warc/revisit":
-            back = archive.read_response(archive.Location(fields["filename"], int(fields["offset"]),
+            back = warc.read_response(warc.Location(fields["filename"], int(fields["offset"]),
                                                           int(fields["length"])))
             assert back.target_uri == fields["url"]
 
@@ -119,8 +120,8 @@ def test_every_record_names_its_warcinfo_and_a_revisit_names_its_original(site):
 
 def test_the_warcinfo_names_the_crawler_and_the_settings_that_shaped_the_crawl(site, settings):
     settings.CRAWLER_MAX_BODY_BYTES = 123_456
-    archive.close()
-    archive.record(http.fetch(site.origin + "/robots.txt"))
+    warc.close()
+    warc.record(http.fetch(site.origin + "/robots.txt"))
     (path,) = cdxj.warc_files(Path(settings.CRAWLER_WARC_DIR))
     with open(path, "rb") as f:
         info = next(iter(ArchiveIterator(f)))
@@ -142,14 +143,14 @@ def test_warcios_checker_passes_every_file(site):
 
 def test_a_record_built_before_a_rotation_goes_to_the_file_it_names(site, settings):
     settings.CRAWLER_WARC_MAX_FILE_BYTES = 65536
-    archive.close()
+    warc.close()
     big = http.fetch(site.origin + "/robots.txt")
     big.body = os.urandom(70_000)  # one record passes the file size limit, compressed or not
-    a1, a2 = archive.build(big), archive.build(big)  # both built for the first file
-    first = archive.append(a1)  # the first file passes the limit: it rotates
-    second = archive.append(a2)
-    a3 = archive.build(big)  # built for the next file
-    third = archive.append(a3)
+    a1, a2 = warc.build(big), warc.build(big)  # both built for the first file
+    first = warc.append(a1)  # the first file passes the limit: it rotates
+    second = warc.append(a2)
+    a3 = warc.build(big)  # built for the next file
+    third = warc.append(a3)
     assert first.filename == second.filename != third.filename
     assert a1[0].warcinfo_id == a2[0].warcinfo_id != a3[0].warcinfo_id
     directory = Path(settings.CRAWLER_WARC_DIR)
@@ -157,11 +158,11 @@ def test_a_record_built_before_a_rotation_goes_to_the_file_it_names(site, settin
         records = records_of(path)
         assert {h["WARC-Warcinfo-ID"] for _, h, _ in records[1:]} == {records[0][1]["WARC-Record-ID"]}
         assert cdxj.sidecar_path(path).read_text().splitlines(keepends=True) == indexer_lines(path)
-    assert [archive.read_response(loc).body for loc in (first, second, third)] == [big.body] * 3
+    assert [warc.read_response(loc).body for loc in (first, second, third)] == [big.body] * 3
 
 
 def test_records_built_in_a_parse_process_name_the_parents_file(site, settings):
-    from fetch.parsepool import ParsePool
+    from crawl.parsepool import ParsePool
     from frontier.records import QueuedUrl
 
     from .test_parsepool import wait_for_children
@@ -175,7 +176,7 @@ def test_records_built_in_a_parse_process_name_the_parents_file(site, settings):
         assert pool.inline == 0  # built in the child process
     finally:
         pool.close()
-    archive.append(analysis.records)
+    warc.append(analysis.records)
     (path,) = cdxj.warc_files(Path(settings.CRAWLER_WARC_DIR))
     records = records_of(path)
     assert records[1][1]["WARC-Warcinfo-ID"] == records[0][1]["WARC-Record-ID"]

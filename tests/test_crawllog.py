@@ -1,4 +1,4 @@
-"""The crawl log (fetch/crawllog.py): one JSON line per request, robots.txt and pages, from
+"""The crawl log (crawl/crawllog.py): one JSON line per request, robots.txt and pages, from
 every runner, in a rotated file and in the database for the admin.
 
 Judged against the servers' own record of what they answered: a loopback site that answers
@@ -22,10 +22,10 @@ from django.utils import timezone
 
 from bench.cluster import wait_until_done
 from bench.sampleweb.audit import read_log
-from fetch import crawllog, observe
-from fetch.models import CrawlLogEntry
-from fetch.observe import RequestRecord
-from fetch.runners import run_embedded
+from crawl import crawllog, observe
+from crawl.models import CrawlLogEntry
+from crawl.observe import RequestRecord
+from crawl.runners import run_embedded
 from frontier import recrawl
 from frontier import service as frontier
 from frontier.models import Host, Url
@@ -375,7 +375,7 @@ def log_rows():
 
 
 def listed(admin_client, query: str = "") -> list[str]:
-    response = admin_client.get("/admin/fetch/crawllogentry/" + query)
+    response = admin_client.get("/admin/crawl/crawllogentry/" + query)
     assert response.status_code == 200
     return [row.url.split("/", 3)[2] + "/" + row.url.split("/", 3)[3] for row in response.context["cl"].result_list]
 
@@ -402,15 +402,15 @@ def test_the_admin_lists_the_log_newest_first_and_filters_it(admin_client, log_r
 
 
 def test_the_admin_log_is_read_only_and_names_the_chosen_host(admin_client, log_rows):
-    page = admin_client.get("/admin/fetch/crawllogentry/?host_id=2").content.decode()
+    page = admin_client.get("/admin/crawl/crawllogentry/?host_id=2").content.decode()
     assert "http://two.test" in page and 'href="?host_id=2"' in page
     assert "delete_selected" not in page
-    assert admin_client.get("/admin/fetch/crawllogentry/add/").status_code == 403
+    assert admin_client.get("/admin/crawl/crawllogentry/add/").status_code == 403
     row = CrawlLogEntry.objects.get(url="http://one.test/429")
-    change = f"/admin/fetch/crawllogentry/{row.id}/change/"
+    change = f"/admin/crawl/crawllogentry/{row.id}/change/"
     assert admin_client.get(change).status_code == 200  # a view, not a form
     assert admin_client.post(change, {"url": "http://evil.test/"}).status_code == 403
-    assert admin_client.post(f"/admin/fetch/crawllogentry/{row.id}/delete/").status_code == 403
+    assert admin_client.post(f"/admin/crawl/crawllogentry/{row.id}/delete/").status_code == 403
     assert CrawlLogEntry.objects.get(id=row.id).url == "http://one.test/429"
 
 

@@ -17,7 +17,8 @@ from django.test import Client
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from console.models import MetricSample, ProcessHeartbeat
+from console.models import MetricSample
+from crawl.models import ProcessHeartbeat
 from console.schedules import ensure_periodic_tasks
 from frontier import service
 from frontier.models import Host, Url

@@ -13,7 +13,8 @@ import yaml
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
-from console import instruments, metrics  # noqa: F401  (instruments: its counters join REGISTRY)
+from crawl import instruments  # noqa: F401  (its counters join REGISTRY)
+from console import metrics  # noqa: F401  (its gauges join REGISTRY)
 
 DEPLOY = Path(__file__).resolve().parent.parent / "docs" / "deploy"
 # Series Prometheus makes itself for every target.

@@ -7,7 +7,7 @@ import pytest
 
 from bench.sampleweb.hostile import hostile_web
 from fetch import dns, http
-from fetch.runners import run_embedded
+from crawl.runners import run_embedded
 from frontier import service
 from frontier.models import Host, Url
 

@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from fetch.runners import run_embedded
+from crawl.runners import run_embedded
 from frontier import service
 from frontier.models import Url
 from indexer import neardup

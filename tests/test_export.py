@@ -16,9 +16,10 @@ from django.utils import timezone
 from bench.sampleweb.hostile import hostile_web
 from bench.sampleweb.truth import canonical
 from console.exportparquet import DOCUMENT_SCHEMA, URL_SCHEMA, ParquetFile, schema_for
-from fetch import archive, http
-from fetch import service as fetch
-from fetch.pagelinks import outlinks
+from archive import warc
+from fetch import http
+from crawl import pipeline as fetch
+from crawl.pagelinks import outlinks
 from frontier import service as frontier
 from frontier.models import Host, Url, UrlState
 from frontier.normalize import normalize
@@ -192,16 +193,16 @@ def test_outlinks_are_the_urls_the_crawler_takes_from_the_page(settings):
 @pytest.fixture
 def warc_dir(settings, tmp_path):
     settings.CRAWLER_WARC_DIR = str(tmp_path / "warc")
-    archive.close()
+    warc.close()
     yield
-    archive.close()
+    warc.close()
 
 
 def test_outlinks_read_from_the_archive_honour_the_response_headers(warc_dir):
     with hostile_web(big_bytes=256 * 1024) as web:
         fetched = {path: http.fetch(web.url(path), body_types=("text/html",))
                    for path in ("/x-robots-nofollow", "/x-robots-otherbot", "/many-links")}
-    found = {path: fetch.archived_outlinks(result.url, *archive.record(result)) for path, result in fetched.items()}
+    found = {path: fetch.archived_outlinks(result.url, *warc.record(result)) for path, result in fetched.items()}
     assert found["/x-robots-nofollow"] == []
     assert found["/x-robots-otherbot"] == [web.url("/fine/behind/x-robots-otherbot")]
     assert found["/many-links"][:2] == [web.url("/fine/0"), web.url("/fine/1")]

@@ -197,7 +197,7 @@ def test_a_worker_survives_closing_a_broker_connection_redis_took_away():
 @pytest.mark.postgres
 def test_cut_database_connections_mid_crawl_lose_nothing(tmp_path):
     with sample_web(tmp_path) as web:
-        # A store cut off pauses its hosts on the breaker's ladder (fetch/writer.py): a short step here.
+        # A store cut off pauses its hosts on the breaker's ladder (crawl/writer.py): a short step here.
         with distributed_cluster(workers=2, dispatchers=1, CRAWLER_LEASE_SECONDS=LEASE, CRAWLER_HOST_PAUSE_SECONDS=2,
                                  **ENGINE) as running:
             service.add_seeds(web.seeds, service.ScopeSpec("web"))
@@ -230,8 +230,8 @@ def test_celery_settings_are_chosen_for_lease_based_recovery():
 
 
 def _holders(pids: list[int]) -> set[str]:
-    """The lease holder ids of the engines of these processes (console/liveness.py)."""
-    from console.models import ProcessHeartbeat
+    """The lease holder ids of the engines of these processes (crawl/liveness.py)."""
+    from crawl.models import ProcessHeartbeat
 
     return set(ProcessHeartbeat.objects.filter(pid__in=pids).exclude(holder="").values_list("holder", flat=True))
 
@@ -258,7 +258,7 @@ def _comeback(web, held: dict, since: float) -> dict[str, float]:
 @pytest.mark.postgres
 def test_a_killed_workers_hosts_come_back_when_its_heartbeat_stops_not_when_its_leases_expire(tmp_path):
     """SIGKILL with the default lease (120 s), heartbeat (5 s) and staleness (15 s): the
-    others release its leases once its heartbeat is stale (fetch/recovery.py)."""
+    others release its leases once its heartbeat is stale (crawl/recovery.py)."""
     with sample_web(tmp_path, latency=0.02) as web:
         with distributed_cluster(workers=2, dispatchers=1, **ENGINE) as running:
             service.add_seeds(web.seeds, service.ScopeSpec("web"))
@@ -276,8 +276,8 @@ def test_a_killed_workers_hosts_come_back_when_its_heartbeat_stops_not_when_its_
             def progress():
                 hook()
                 if killed_at and not seen_at_20s and time.time() - killed_at[0] > 20:
-                    from console import liveness
-                    from console.models import ProcessHeartbeat
+                    from crawl import liveness
+                    from crawl.models import ProcessHeartbeat
 
                     seen_at_20s.append((
                         list(ProcessHeartbeat.objects.values_list("pid", "kind", "holder", "seen_at", "stopped_at")),

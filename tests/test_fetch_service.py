@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from fetch.runners import run_embedded
+from crawl.runners import run_embedded
 from frontier import service
 from frontier.models import DeadLetter, Host, Url
 
@@ -83,7 +83,7 @@ def test_a_crash_while_admitting_links_leaves_the_page_queued_not_its_links_lost
     from django.db import OperationalError
 
     from bench.sampleweb.hostile import hostile_web
-    from fetch import service as fetch_service
+    from crawl import pipeline as fetch_service
 
     settings.CRAWLER_DEFAULT_DELAY = 0
     settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0
@@ -115,7 +115,7 @@ def test_a_crash_while_admitting_links_leaves_the_page_queued_not_its_links_lost
 
 def test_an_archive_that_cannot_be_written_ends_the_session_and_keeps_its_urls(settings, tmp_path):
     from bench.sampleweb.hostile import hostile_web
-    from fetch import archive
+    from archive import warc
 
     settings.CRAWLER_DEFAULT_DELAY = 0
     settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0
@@ -123,7 +123,7 @@ def test_an_archive_that_cannot_be_written_ends_the_session_and_keeps_its_urls(s
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the archive directory should be: mkdir fails like a full disk")
     settings.CRAWLER_WARC_DIR = str(blocker / "warc")
-    archive.close()
+    warc.close()
     with hostile_web() as web:
         service.add_seeds([web.url("/ok"), web.url("/fine/1")])
         (lease,) = service.lease_ready_hosts("t", 1)
@@ -134,7 +134,7 @@ def test_an_archive_that_cannot_be_written_ends_the_session_and_keeps_its_urls(s
         assert Host.objects.get().leased_until is None
         settings.CRAWLER_WARC_DIR = str(tmp_path / "warc")  # the operator frees the disk
         run_embedded(threads=1, max_seconds=20)
-        archive.close()
+        warc.close()
     assert sorted(Url.objects.values_list("state", flat=True)) == ["fetched", "fetched"]
     assert len(list((tmp_path / "warc").glob("*.warc.gz"))) == 1
 
@@ -144,9 +144,9 @@ def test_a_group_that_cannot_be_written_is_written_again_host_by_host(settings):
     that does not exist) fail the group's transaction; each host's part is then written
     alone (and a failing one URL by URL), so only that host's URL stays queued, and both
     hosts are released."""
-    from fetch import service as fetch_service
-    from fetch.session import SessionEnded, UrlsDone
-    from fetch.writer import Writer
+    from crawl import pipeline as fetch_service
+    from crawl.session import SessionEnded, UrlsDone
+    from crawl.writer import Writer
 
     settings.CRAWLER_DEFAULT_DELAY = 0
     servers = [serve(200), serve(200)]
@@ -183,9 +183,9 @@ def test_a_result_the_database_refuses_is_settled_as_a_dead_letter_and_the_rest_
     """A poisoned row cannot stall its batch, nor come back forever: the batch is stored
     URL by URL, the one result that still fails is settled (failed, in the dead-letter
     table, with the reason) and the host's other URLs are stored."""
-    from fetch import service as fetch_service
-    from fetch.session import SessionEnded, UrlsDone
-    from fetch.writer import Writer
+    from crawl import pipeline as fetch_service
+    from crawl.session import SessionEnded, UrlsDone
+    from crawl.writer import Writer
 
     settings.CRAWLER_DEFAULT_DELAY = 0
     settings.CRAWLER_ADAPTIVE_DELAY_FACTOR = 0
@@ -229,10 +229,10 @@ def test_a_host_whose_results_cannot_be_stored_is_paused_on_the_breakers_ladder(
     pause doubles with each failure in a row, the crawl log says why; its URLs stay queued."""
     from django.db import OperationalError
 
-    from fetch import service as fetch_service
-    from fetch.models import CrawlLogEntry
-    from fetch.session import SessionEnded, UrlsDone
-    from fetch.writer import Writer
+    from crawl import pipeline as fetch_service
+    from crawl.models import CrawlLogEntry
+    from crawl.session import SessionEnded, UrlsDone
+    from crawl.writer import Writer
 
     settings.CRAWLER_DEFAULT_DELAY = 0
     settings.CRAWLER_HOST_PAUSE_SECONDS = 60
@@ -284,10 +284,10 @@ def test_a_store_aborted_by_a_deadlock_is_tried_again_not_left_to_a_second_fetch
     from django.db import OperationalError
     from psycopg import errors as pg_errors
 
-    from fetch import service as fetch_service
-    from fetch import writer as writer_module
-    from fetch.session import SessionEnded, UrlsDone
-    from fetch.writer import Writer
+    from crawl import pipeline as fetch_service
+    from crawl import writer as writer_module
+    from crawl.session import SessionEnded, UrlsDone
+    from crawl.writer import Writer
 
     settings.CRAWLER_DEFAULT_DELAY = 0
     srv, _, origin = serve(200)

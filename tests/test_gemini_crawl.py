@@ -13,8 +13,9 @@ from warcio.archiveiterator import ArchiveIterator
 
 from bench.geminispace import geminispace
 from bench.geminispace.specials import PNG
-from fetch import archive, cdxj, http
-from fetch.runners import run_embedded
+from archive import warc, cdxj
+from fetch import http
+from crawl.runners import run_embedded
 from frontier import service as frontier
 from frontier.models import Host, Url
 from frontier.scope import parse_spec
@@ -30,16 +31,16 @@ DELAY = 0.05
 def space(settings, tmp_path):
     settings.CRAWLER_WARC_DIR = str(tmp_path / "warc")
     settings.CRAWLER_DEFAULT_DELAY = DELAY
-    archive.close()
+    warc.close()
     with geminispace(capsules=4, pages=20, seed=1, slow_delay=0.1, slow_down_seconds=1) as running:
         yield running
-    archive.close()
+    warc.close()
 
 
 def crawl(space):
     frontier.add_seeds(space.seeds, parse_spec("web"))
     stats = run_embedded(threads=4, max_seconds=120)
-    archive.close()
+    warc.close()
     return stats
 
 
@@ -83,15 +84,15 @@ def test_each_gemini_answer_gets_the_outcome_its_http_equal_gets(space):
     states = dict(Url.objects.filter(url__startswith="gemini://").values_list("url", "state"))
     assert states[special["temporary-failure"]] == "backoff"  # tried again later, as after a 503
     # The WARC records hold the protocol's bytes, and the CDXJ their Gemini statuses.
-    lines = [line for path in cdxj.sidecars(Path(archive.settings.CRAWLER_WARC_DIR)) for line in
+    lines = [line for path in cdxj.sidecars(Path(warc.settings.CRAWLER_WARC_DIR)) for line in
              path.read_text().splitlines()]
     assert any('"status": "44"' in line for line in lines) and any('"status": "52"' in line for line in lines)
-    for path in cdxj.warc_files(Path(archive.settings.CRAWLER_WARC_DIR)):
+    for path in cdxj.warc_files(Path(warc.settings.CRAWLER_WARC_DIR)):
         with open(path, "rb") as f:
             for record in ArchiveIterator(f, check_digests="raise"):
                 if record.rec_type == "response" and record.rec_headers.get_header("WARC-Target-URI").startswith(
                         "gemini://"):
-                    assert record.rec_headers.get_header("Content-Type") == archive.GEMINI_RESPONSE_TYPE
+                    assert record.rec_headers.get_header("Content-Type") == warc.GEMINI_RESPONSE_TYPE
                     assert record.content_stream().read(3)[:2].isdigit()
 
 

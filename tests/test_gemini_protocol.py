@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from fetch import archive, cdxj, gemini, http
+from archive import warc, cdxj
+from fetch import gemini, http
 from frontier import service as frontier
 from frontier.models import Host
 
@@ -52,17 +53,17 @@ def _answer(url: str, header: str, body: bytes = b"") -> http.FetchResult:
 
 def test_a_gemini_answer_is_archived_as_its_own_bytes_and_read_back(settings, tmp_path):
     settings.CRAWLER_WARC_DIR = str(tmp_path)
-    archive.close()
+    warc.close()
     try:
         page = _answer("gemini://cap.test/a.gmi", "20 text/gemini; lang=en", b"# Title\n=> b.gmi\n")
         gone = _answer("gemini://cap.test/gone", "51 Not found")
-        location = archive.record(page)
-        archive.record(gone)
+        location = warc.record(page)
+        warc.record(gone)
     finally:
-        archive.close()
-    back = archive.read_response(location)
+        warc.close()
+    back = warc.read_response(location)
     assert (back.status_line, back.body, back.http_headers) == ("20 text/gemini; lang=en", page.body, [])
-    assert ("Content-Type", archive.GEMINI_RESPONSE_TYPE) in back.warc_headers
+    assert ("Content-Type", warc.GEMINI_RESPONSE_TYPE) in back.warc_headers
     (path,) = cdxj.warc_files(Path(tmp_path))
     lines = cdxj.sidecar_path(path).read_text().splitlines()
     assert [line.split(" ", 2)[0] for line in lines] == ["test,cap)/a.gmi", "test,cap)/gone"]

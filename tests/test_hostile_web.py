@@ -18,7 +18,7 @@ from bench.sampleweb.hostile import (
     hostile_web,
     odd_links,
 )
-from fetch.runners import run_embedded
+from crawl.runners import run_embedded
 from frontier import service
 from frontier.models import DeadLetter, Host, Url, UrlPattern
 from frontier.normalize import normalize

@@ -105,7 +105,7 @@ def test_a_hosts_standing_counts_each_other_host_linking_to_any_of_its_pages_onc
     assert [importance.site_points(n) for n in (0, 1, 3, 7, 63)] == [0, 6, 12, 18, 36]
     # A session of the host orders by its next URL's score plus the host's standing, and
     # the admin says so.
-    from fetch.session import HostSession
+    from crawl.session import HostSession
 
     lease = next(lease for lease in service.lease_ready_hosts("test", 10)
                  if lease.host_id == Host.objects.get(origin="http://a.test").id)
@@ -241,7 +241,7 @@ def test_the_engine_serves_the_best_due_sessions_first_by_band_draw_without_star
     dispatch shares and takes its best session; a session not yet due waits its time."""
     import time
 
-    from fetch import engine as engine_module
+    from crawl import engine as engine_module
 
     monkeypatch.setattr(engine_module, "_random", random.Random(3))
     engine = engine_module.SessionEngine(fetch_threads=4)
@@ -299,7 +299,7 @@ def test_a_waiting_url_a_sitemap_lists_later_gains_its_hint_even_when_the_seen_c
 def test_a_session_swaps_in_its_hosts_better_urls_when_its_process_stores_one(settings):
     """A URL found (or raised) while a session works through its list does not wait for the
     list's end: the session asks for its host's best, swaps them in, and lets its worst go."""
-    from fetch.session import HostSession, MoreUrlsWanted
+    from crawl.session import HostSession, MoreUrlsWanted
 
     settings.CRAWLER_SESSION_REFRESH_URLS, settings.CRAWLER_SESSION_MAX_URLS = 3, 6
     lease = service.Lease(host_id=1, token="t", url_ids=[], origin="http://a.test")
@@ -337,8 +337,8 @@ def test_a_url_a_sitemap_lists_counts_as_two_links_below_it_until_a_link_finds_i
     below the home. At one link below the sitemap (the depth of the page whose host's
     robots.txt named it) a big site's articles outranked its own listing pages, which the
     home reaches in two links (bench.harvest --sitemap-lists all; docs/benchmarks.md)."""
-    from fetch import archive
-    from fetch.runners import run_embedded
+    from archive import warc
+    from crawl.runners import run_embedded
 
     from .loopback import QuietHandler, serving
 
@@ -364,7 +364,7 @@ def test_a_url_a_sitemap_lists_counts_as_two_links_below_it_until_a_link_finds_i
     with serving(Site) as origin:
         service.add_seeds([origin + "/"])
         run_embedded(threads=1, max_seconds=30)
-        archive.close()
+        warc.close()
     rows = {row.url[len(origin):]: row for row in Url.objects.all()}
     assert {path: rows[path].state for path in listed} == dict.fromkeys(listed, "fetched")
     hint = importance.sitemap_hint(None)

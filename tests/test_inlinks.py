@@ -76,9 +76,9 @@ def test_a_url_linked_from_several_hosts_meanwhile_is_written_once_with_all_of_t
 
 @pytest.mark.django_db(transaction=True)  # the writer's thread reads what the test wrote
 def test_a_writer_counts_what_its_process_holds_while_idle_and_when_it_closes(settings):
-    from fetch.service import Results
-    from fetch.session import UrlsDone
-    from fetch.writer import Writer
+    from crawl.pipeline import Results
+    from crawl.session import UrlsDone
+    from crawl.writer import Writer
 
     from .crawl_helpers import wait_until
 
@@ -111,8 +111,8 @@ def test_links_to_pages_this_process_fetched_are_not_sent_to_be_counted(settings
     """Most links from other hosts point at pages fetched already; the database would
     answer "takes no more links" for each after an index probe. Pages the process stored
     itself need no probe."""
-    from fetch import archive
-    from fetch.runners import run_embedded
+    from archive import warc
+    from crawl.runners import run_embedded
 
     from .loopback import QuietHandler, serving
 
@@ -131,7 +131,7 @@ def test_links_to_pages_this_process_fetched_are_not_sent_to_be_counted(settings
     with serving(Site) as origin:
         service.add_seeds([origin + "/"])
         run_embedded(threads=1, max_seconds=30)
-        archive.close()
+        warc.close()
     assert url(origin + "/a/page").state == "fetched"
     service.add_urls([service.Candidate(origin + "/a/late", 2)])  # waiting: it takes links
     with CaptureQueriesContext(connection) as queries:

@@ -1,4 +1,4 @@
-"""What the dashboard's live panels say (console/health.py, console/liveness.py): the hosts
+"""What the dashboard's live panels say (console/health.py, crawl/liveness.py): the hosts
 held back and why, each in one state; top hosts by errors with retrying URLs counted;
 processes alive, stale or stopped from their heartbeats; beat's last run; the crawl's one
 word (paused, crawling, waiting, idle, stalled); the names Flower shows; /favicon.ico."""
@@ -12,11 +12,12 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from console import health, liveness
-from console.models import ProcessHeartbeat
+from console import health
+from crawl import liveness
+from crawl.models import ProcessHeartbeat
 from console.schedules import ensure_periodic_tasks
-from fetch import runners
-from fetch.engine import SessionEngine
+from crawl import runners
+from crawl.engine import SessionEngine
 from frontier import service as frontier
 from frontier.models import CrawlLimits, Host, Url
 from frontier.outcomes import FetchReport
@@ -216,7 +217,7 @@ def test_stop_waits_for_the_keepers_last_beat_when_the_database_is_slow_to_take_
 
 
 def test_a_lease_given_back_is_free_at_once_and_the_engine_goes_on_opening_sessions(pages):
-    """A Celery worker whose engine stays full gives its next lease back (fetch/runners.py):
+    """A Celery worker whose engine stays full gives its next lease back (crawl/runners.py):
     the host can be leased again at once, and the same engine still opens later leases."""
     frontier.add_seeds([f"{pages}/given-back"])
     (given,) = frontier.lease_ready_hosts("test", 5)
@@ -359,7 +360,7 @@ def test_the_dispatcher_names_each_session_task_after_its_host(monkeypatch):
     from celery.worker.request import Request
     from kombu import Connection, Exchange, Queue
 
-    import fetch.tasks  # noqa: F401 - registers fetch.host_session, as a worker's autodiscovery does
+    import crawl.tasks  # noqa: F401 - registers fetch.host_session, as a worker's autodiscovery does
     from crawlerweb.celery import app as celery_app
 
     monkeypatch.setattr(runners, "dispatch_room", lambda app: 10)

@@ -22,14 +22,16 @@ from prometheus_client import REGISTRY
 from prometheus_client.openmetrics.parser import text_string_to_metric_families as parse_openmetrics
 from prometheus_client.parser import text_string_to_metric_families
 
-from console import instruments, metrics
+from crawl import instruments
+from console import metrics
 from console.keys import create_key
 from console.models import MetricSample
 from console.schedules import ensure_periodic_tasks
 from console.tasks import sample_metrics
-from fetch import http, runners
-from fetch.observe import RequestRecord
-from fetch.runners import run_embedded
+from fetch import http
+from crawl import runners
+from crawl.observe import RequestRecord
+from crawl.runners import run_embedded
 from frontier import service
 from frontier.models import DeadLetter, Host, ServerAddress, Url
 from frontier.tasks import sweep_expired_leases
@@ -198,7 +200,7 @@ def test_the_lease_sweep_clears_only_expired_leases():
 
 def test_metrics_say_so_when_the_broker_is_unreachable(monkeypatch, settings):
     from crawlerweb.celery import app
-    from fetch import queues
+    from crawl import queues
 
     monkeypatch.setattr(app.conf, "broker_url", "redis://127.0.0.1:1/0")
     assert queues.queue_depths(app, timeout=0.5) is None
@@ -346,7 +348,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RECORDER = """
 import sys, django
 django.setup()
-from console import instruments
+from crawl import instruments
 from tests.test_metrics import a_request
 for _ in range(int(sys.argv[1])):
     instruments.record_request(a_request())
@@ -357,7 +359,7 @@ sys.stdin.read()
 EXPORTER = """
 import sys, django
 django.setup()
-from console import instruments
+from crawl import instruments
 instruments.EXPORTER_RETRY_SECONDS = 0.2
 instruments.serve_machine_metrics(int(sys.argv[1]), "127.0.0.1")
 print("ready", flush=True)

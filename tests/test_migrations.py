@@ -86,7 +86,7 @@ from django.db.migrations import operations as migration_ops  # noqa: E402
 from django.db.migrations.loader import MigrationLoader  # noqa: E402
 from django.db.models import NOT_PROVIDED  # noqa: E402
 
-OUR_APPS = ("frontier", "indexer", "fetch", "console")
+OUR_APPS = ("frontier", "indexer", "fetch", "console", "crawl")
 # Added NOT NULL without a database default, each for a reason: url_key gets its value from
 # a trigger for the previous release's inserts (frontier/0009, PostgreSQL: the test below).
 EXCEPTIONS = {("frontier", "url", "url_key")}
@@ -155,7 +155,7 @@ def test_rows_written_as_each_table_was_first_created_still_insert(django_db_blo
     counter = itertools.count(1)
     created = {}
     for (app, name), migration in sorted(loader.disk_migrations.items()):
-        for op in migration.operations:
+        for op in _operations(migration.operations):
             if app in OUR_APPS and isinstance(op, migration_ops.CreateModel):
                 state = loader.project_state((app, name)).models[(app, op.name_lower)]
                 created[(app, op.name_lower)] = state
@@ -178,6 +178,16 @@ def test_rows_written_as_each_table_was_first_created_still_insert(django_db_blo
                            f"VALUES ({', '.join(['%s'] * len(values))})", values)
         inserted.append(model_name)
     assert {"host", "url", "document", "processheartbeat"} <= set(inserted)
+
+
+def _operations(operations):
+    """A migration's operations, with what a SeparateDatabaseAndState holds (a model that
+    moved between apps is created there, in state only)."""
+    for op in operations:
+        if isinstance(op, migration_ops.SeparateDatabaseAndState):
+            yield from _operations(op.state_operations)
+        else:
+            yield op
 
 
 def _value_for(field, counter):
@@ -221,3 +231,34 @@ def _parent(model, counter):
     if model._meta.model_name == "url":
         fields.setdefault("url", f"http://parent{next(counter)}.test/")
     return model.objects.create(**fields).pk
+
+
+def test_the_crawl_log_and_the_heartbeats_move_to_the_crawl_app_with_their_rows():
+    """crawl/0001: the crawl log (fetch's) and the heartbeats (console's) became the crawl
+    app's models without a table being copied: rows written before are read after, and the
+    admin's permissions on them follow them."""
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+    from django.utils import timezone
+
+    from crawl.models import CrawlLogEntry, ProcessHeartbeat
+
+    before = [("fetch", "0001_initial"), ("console", "0004_beat_leader")]
+    executor = MigrationExecutor(connection)
+    executor.migrate([("crawl", None)])  # what main was before the crawl app
+    executor = MigrationExecutor(connection)
+    executor.migrate(before)
+    apps = executor.loader.project_state(before).apps
+    apps.get_model("fetch", "CrawlLogEntry").objects.create(
+        at=timezone.now(), kind="page", url="http://old.test/", host_id=1, origin="http://old.test", outcome="ok")
+    apps.get_model("console", "ProcessHeartbeat").objects.create(kind="worker", name="w1", hostname="h", pid=7)
+    ContentType.objects.filter(app_label="crawl").delete()
+    logs, _ = ContentType.objects.get_or_create(app_label="fetch", model="crawllogentry")
+    Permission.objects.get_or_create(content_type=logs, codename="view_crawllogentry",
+                                     defaults={"name": "Can view crawl log entry"})
+    ContentType.objects.clear_cache()
+    migrate_to_latest()
+    assert list(CrawlLogEntry.objects.values_list("url", "outcome")) == [("http://old.test/", "ok")]
+    assert list(ProcessHeartbeat.objects.values_list("name", "pid")) == [("w1", 7)]
+    ContentType.objects.clear_cache()
+    assert Permission.objects.get(codename="view_crawllogentry").content_type.app_label == "crawl"

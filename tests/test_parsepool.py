@@ -1,4 +1,4 @@
-"""The parse pool (fetch/parsepool.py): pages analysed in worker processes exactly as in
+"""The parse pool (crawl/parsepool.py): pages analysed in worker processes exactly as in
 the fetch thread, and a page that kills or hangs its parse process settled as
 "parse_failed" in bounded time while the pool replaces the process."""
 
@@ -10,8 +10,8 @@ import time
 import pytest
 
 from fetch import http
-from fetch.parsepool import ParsePool
-from fetch.service import analyse
+from crawl.parsepool import ParsePool
+from crawl.pipeline import analyse
 from frontier.records import QueuedUrl
 
 PAGE = b"<html><head><title>Pool page</title></head><body><h1>Head</h1><p>poolword text</p></body></html>"
@@ -155,8 +155,8 @@ def test_an_embedded_crawl_with_the_pool_indexes_every_page_and_settles_a_page_t
     site killing its parse process: that URL is fetched and settled as parse_failed, every
     other page is indexed, and the crawl goes on."""
     from bench.sampleweb.hostile import hostile_web
-    from fetch import engine as engine_module
-    from fetch.runners import run_embedded
+    from crawl import engine as engine_module
+    from crawl.runners import run_embedded
     from frontier import service
     from frontier.models import Url
     from indexer.service import search
@@ -193,7 +193,7 @@ def test_a_page_the_analysis_fails_on_is_settled_once_not_fetched_again_and_agai
     """A bug or a hostile page that makes the analysis raise (not crash the process): the
     fetch is recorded as parse_failed, archived, and the URL is not tried again."""
     from bench.sampleweb.hostile import hostile_web
-    from fetch.runners import run_embedded
+    from crawl.runners import run_embedded
     from frontier import service
     from frontier.models import Url
     from indexer import service as indexer

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from bench.sampleweb.hostile import SLOW_SECONDS, hostile_web
-from fetch.runners import run_embedded
+from crawl.runners import run_embedded
 from frontier import service
 from frontier.models import Host, ServerAddress, Url
 

@@ -1,4 +1,4 @@
-"""Recovery in seconds (fetch/recovery.py): the leases of a crawling process whose heartbeat
+"""Recovery in seconds (crawl/recovery.py): the leases of a crawling process whose heartbeat
 stopped are released by the others, fenced by the lease token; a process that froze stops
 sending before it could be taken for dead. The real thing (SIGKILL and SIGSTOP of a Celery
 worker mid-crawl) is in tests/test_faults.py."""
@@ -9,10 +9,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from console import liveness
-from console.models import ProcessHeartbeat, ProcessKind
-from fetch import recovery
-from fetch.session import End, lease_held
+from crawl import liveness
+from crawl.models import ProcessHeartbeat, ProcessKind
+from crawl import recovery
+from crawl.session import End, lease_held
 from frontier import service as frontier
 from frontier.models import Host, ServerAddress
 
@@ -120,7 +120,7 @@ def test_an_engine_says_it_stopped_cleanly_only_once_every_host_is_given_back():
     """Its last heartbeat takes its holder out of the others' sweep: written only after the
     writer gave back every session's host. A stop that could not (the process is dying, the
     database is away) leaves the holder in place, so the others release what it still held."""
-    from fetch.engine import SessionEngine
+    from crawl.engine import SessionEngine
 
     def stopped_row(unreleased):
         engine = SessionEngine(fetch_threads=1, name=f"worker-{unreleased}").start()

@@ -21,8 +21,8 @@ from django.db.models import F
 from django.utils import timezone
 from warcio.archiveiterator import ArchiveIterator
 
-from fetch import archive
-from fetch.runners import run_embedded
+from archive import warc
+from crawl.runners import run_embedded
 from frontier import belief, changerate, planning, recrawl
 from frontier import service as frontier
 from frontier.models import DeadLetter, Host, RecrawlPlan, Url
@@ -93,7 +93,7 @@ def site(settings, tmp_path):
 
 def crawl():
     stats = run_embedded(threads=2, max_seconds=30)
-    archive.close()
+    warc.close()
     return stats
 
 
@@ -105,7 +105,7 @@ def revisit(*urls):
     crawl()
 
 
-def warc(directory):
+def warc_records(directory):
     records = []
     for path in sorted(directory.glob("*.warc.gz")):
         with open(path, "rb") as f:
@@ -142,11 +142,11 @@ def test_a_revisit_is_a_conditional_get_and_a_304_a_revisit_record(site, tmp_pat
     assert 0 < row.change_rate < 1
     assert row.next_fetch_at > timezone.now()
     assert Document.objects.get(url=row).fetched_at == stored.fetched_at  # the stored copy stands
-    (first, second) = [r for r in warc(tmp_path / "warc") if r[1]["WARC-Target-URI"] == url]
+    (first, second) = [r for r in warc_records(tmp_path / "warc") if r[1]["WARC-Target-URI"] == url]
     assert first[0] == "response" and first[3] == "200"
     kind, headers, body, status = second
     assert (kind, status, body) == ("revisit", "304", b"")
-    assert headers["WARC-Profile"] == archive.NOT_MODIFIED
+    assert headers["WARC-Profile"] == warc.NOT_MODIFIED
     assert headers["WARC-Refers-To-Target-URI"] == url
     assert headers["WARC-Refers-To-Date"] == first[1]["WARC-Date"]
     assert headers["WARC-Refers-To"] == first[1]["WARC-Record-ID"]
@@ -161,9 +161,9 @@ def test_an_unchanged_200_is_an_identical_payload_revisit(site, tmp_path):
     assert [r[1:] for r in site.asked("/same")] == [(None, None, 200), (None, None, 200)]
     row = Url.objects.get(url=url)
     assert (row.last_observation, row.observations, row.outcome) == ("unchanged", 1, "unchanged")
-    first, second = [r for r in warc(tmp_path / "warc") if r[1]["WARC-Target-URI"] == url]
+    first, second = [r for r in warc_records(tmp_path / "warc") if r[1]["WARC-Target-URI"] == url]
     assert second[0] == "revisit" and second[2] == b"" and second[3] == "200"
-    assert second[1]["WARC-Profile"] == archive.IDENTICAL_PAYLOAD
+    assert second[1]["WARC-Profile"] == warc.IDENTICAL_PAYLOAD
     assert second[1]["WARC-Payload-Digest"] == first[1]["WARC-Payload-Digest"]
     assert second[1]["WARC-Refers-To"] == first[1]["WARC-Record-ID"]
 

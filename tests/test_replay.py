@@ -29,8 +29,8 @@ from django.core.management import CommandError, call_command
 from django.test import override_settings
 from django.utils import timezone
 
-from fetch import archive, cdxj, replay
-from fetch.runners import run_embedded
+from archive import warc, cdxj, replay
+from crawl.runners import run_embedded
 from frontier import recrawl
 from frontier import service as frontier
 from frontier.models import Url
@@ -102,7 +102,7 @@ def crawled(django_db_setup, django_db_blocker, tmp_path_factory, module_test_se
             Url.objects.filter(id__in=pages).update(next_fetch_at=timezone.now() - timedelta(seconds=1))
             assert frontier.release_due() == len(pages)
             call_command("crawl", "--no-progress", "--json", "--threads", "6", stdout=StringIO())
-        archive.close()
+        warc.close()
         recrawl.forget_plan()
     yield Crawled(web, site, warc_dir)
     site.server.shutdown()
@@ -234,7 +234,7 @@ def test_every_fetched_page_replays_at_its_capture_time_as_it_was_indexed(crawle
 def test_a_revisit_replays_the_body_of_its_original_whichever_kind(crawled, replaying, browser, settings):
     settings.CRAWLER_WARC_DIR = str(crawled.warc_dir)  # the originals' bodies, read back here
     revisits = revisit_records(crawled.warc_dir)
-    assert {r["profile"] for r in revisits} == {archive.NOT_MODIFIED, archive.IDENTICAL_PAYLOAD}
+    assert {r["profile"] for r in revisits} == {warc.NOT_MODIFIED, warc.IDENTICAL_PAYLOAD}
     documents = {d.address: d for d in Document.objects.exclude(warc_file="")}
     assert {r["url"] for r in revisits} == set(documents)  # every page was revisited
     index = captures(replaying.root)
@@ -245,13 +245,13 @@ def test_a_revisit_replays_the_body_of_its_original_whichever_kind(crawled, repl
         line = index[(revisit["url"], revisit["timestamp"])]
         assert (line["filename"], line["offset"]) == (document.warc_file, str(document.warc_offset))
         answer = requests.get(f"{replaying.base}/{revisit['timestamp']}id_/{revisit['url']}", timeout=10)
-        original = archive.read_response(archive.Location(document.warc_file, document.warc_offset,
+        original = warc.read_response(warc.Location(document.warc_file, document.warc_offset,
                                                           document.warc_length))
         assert (answer.status_code, answer.content) == (200, original.body), revisit
         assert f"/{revisit['timestamp']}id_/" in answer.headers["Content-Location"]  # that capture was served
     # In the browser: the 304 and a few identical-payload revisits render as their originals.
-    shown = [r for r in revisits if r["profile"] == archive.NOT_MODIFIED]
-    shown += [r for r in revisits if r["profile"] == archive.IDENTICAL_PAYLOAD][:3]
+    shown = [r for r in revisits if r["profile"] == warc.NOT_MODIFIED]
+    shown += [r for r in revisits if r["profile"] == warc.IDENTICAL_PAYLOAD][:3]
     assert shown[0]["url"] == crawled.site.origin + "/fresh"
     page = browser.new_page()
     page.set_default_timeout(15_000)
@@ -269,7 +269,7 @@ def test_pages_crawled_while_replay_runs_become_replayable(crawled, replaying, s
     periods."""
     settings.CRAWLER_WARC_DIR = str(crawled.warc_dir)
     files_before = len(cdxj.warc_files(crawled.warc_dir))
-    archive.close()  # the next record starts a new file; the one after goes on in it
+    warc.close()  # the next record starts a new file; the one after goes on in it
     for path, title in (("/late", "Late tide"), ("/later", "Later tide")):
         crawled.site.add(path, title, f"{title}. {PROSE}")
         url = crawled.site.origin + path
@@ -286,7 +286,7 @@ def test_pages_crawled_while_replay_runs_become_replayable(crawled, replaying, s
             return answer.status_code == 200 and title.encode() in answer.content
 
         replaying.wait_for(replayed, FOLLOW_TIMEOUT, f"{url} to be replayable")
-    archive.close()
+    warc.close()
     assert len(cdxj.warc_files(crawled.warc_dir)) == files_before + 1
 
 
@@ -440,7 +440,7 @@ def test_the_index_is_merged_again_only_when_a_sidecar_changed(tmp_path):
 
 
 def test_an_empty_warc_file_is_left_to_the_writer_that_just_opened_it(tmp_path):
-    # fetch/archive.py opens the WARC file, then its sidecar: a sidecar made in between
+    # archive/warc.py opens the WARC file, then its sidecar: a sidecar made in between
     # would take the writer's place.
     warc_dir = tmp_path / "warc"
     warc_dir.mkdir()

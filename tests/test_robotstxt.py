@@ -5,7 +5,8 @@ from collections import Counter
 
 import pytest
 
-from fetch import robots, robotstxt
+from crawl import robots
+from fetch import robotstxt
 from frontier.robots_state import VERDICT_FILTERS, RobotsVerdict, classify, unreachable
 
 from .loopback import QuietHandler, serving
@@ -163,7 +164,7 @@ def test_sitemap_lines_are_collected_wherever_they_are():
 ])
 def test_every_robots_answer_has_one_meaning(status, error, fetched, verdict):
     assert classify(status, error, fetched) == verdict
-    if fetched:  # what fetch.robots.save stores as an error is exactly the unreachable
+    if fetched:  # what crawl.robots.save stores as an error is exactly the unreachable
         assert unreachable(status) == (verdict == RobotsVerdict.DISALLOW_ALL) == bool(error)
 
 
@@ -207,7 +208,7 @@ Sitemap: /sitemap.xml
 
 @pytest.mark.django_db(transaction=True)
 def test_the_crawler_obeys_only_the_group_meant_for_it(settings):
-    from fetch.runners import run_embedded
+    from crawl.runners import run_embedded
     from frontier import service
     from frontier.models import Host, Url
 

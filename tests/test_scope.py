@@ -223,7 +223,7 @@ class _Sites(QuietHandler):
     ("domain", {"/", "/a", "/away", "/s"}),
 ])
 def test_links_and_redirects_leaving_the_scope_are_not_followed(kind, fetched, fake_dns, settings):
-    from fetch.runners import run_embedded
+    from crawl.runners import run_embedded
 
     settings.CRAWLER_DEFAULT_DELAY = 0
     for name in ("seed.test", "www.moved.test", "sub.moved.test", "other.test"):

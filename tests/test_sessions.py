@@ -1,4 +1,4 @@
-"""Host sessions (fetch/session.py, fetch/engine.py) against the sample web over real HTTP.
+"""Host sessions (crawl/session.py, crawl/engine.py) against the sample web over real HTTP.
 
 What a session must do, judged from the server's own request log (which stamps each
 request with the TCP connection it came on): send a host's URLs one by one on one
@@ -21,7 +21,7 @@ import pytest
 from django.utils import timezone
 
 from bench.sampleweb.audit import read_log
-from fetch.runners import run_embedded
+from crawl.runners import run_embedded
 from frontier import controls, leases
 from frontier import service as frontier
 from frontier.models import Host, Url
@@ -67,16 +67,16 @@ def test_a_session_sends_its_urls_on_one_connection_paced_at_the_crawl_delay(tmp
 
 def test_the_delay_counts_from_the_end_of_the_response_not_of_its_analysis(tmp_path, settings, monkeypatch):
     """A page can wait for a parse process; the host sees only the gap between requests."""
-    import fetch.service
+    import crawl.pipeline
 
     delay, analysis = 0.3, 0.4
     settings.CRAWLER_PARSE_PROCESSES = 0  # analysed in the fetch thread: the slow analysis below
 
-    def slow_analyse(result, queued, _analyse=fetch.service.analyse):
+    def slow_analyse(result, queued, _analyse=crawl.pipeline.analyse):
         time.sleep(analysis)  # the slow parse under test, not a wait for something
         return _analyse(result, queued)
 
-    monkeypatch.setattr(fetch.service, "analyse", slow_analyse)
+    monkeypatch.setattr(crawl.pipeline, "analyse", slow_analyse)
     with sample_web(tmp_path, crawl_delay_hosts=1, crawl_delay=delay, latency=0.005) as web:
         frontier.add_seeds(page_urls(web, 1))
         run_embedded(threads=2, max_seconds=60)

@@ -8,7 +8,7 @@ import pytest
 
 from bench.sampleweb.hostile import SSRF_TARGETS, hostile_web
 from fetch import http
-from fetch.runners import run_embedded
+from crawl.runners import run_embedded
 from frontier import service
 from frontier.models import Url
 

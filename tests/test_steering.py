@@ -16,7 +16,7 @@ from django.test import Client
 from django.utils import timezone
 
 from console.keys import create_key
-from fetch.runners import run_embedded
+from crawl.runners import run_embedded
 from frontier import service
 from frontier.models import CrawlLimits, DeadLetter, Host, SteeringAction, Url, UrlState
 from frontier.steering import host_ids_for, url_ids_for
@@ -367,7 +367,7 @@ def test_admin_actions_steer_and_are_audited_like_the_api(admin_client):
         ("admin:admin", "recrawl_now"), ("admin:admin", "pause_crawl")]
     assert b"recrawl_now" in admin_client.get("/admin/frontier/steeringaction/").content
     # each host links to its requests in the crawl log
-    assert f"/admin/fetch/crawllogentry/?host_id={host.id}" in admin_client.get("/admin/frontier/host/").content.decode()
+    assert f"/admin/crawl/crawllogentry/?host_id={host.id}" in admin_client.get("/admin/frontier/host/").content.decode()
 
 
 @pytest.mark.django_db
@@ -445,7 +445,7 @@ def test_the_documented_steering_examples_work(api, settings):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("path", ["/admin/frontier/url/", "/admin/frontier/host/", "/admin/fetch/crawllogentry/",
+@pytest.mark.parametrize("path", ["/admin/frontier/url/", "/admin/frontier/host/", "/admin/crawl/crawllogentry/",
                                   "/admin/indexer/document/"])
 def test_big_admin_lists_never_scan_for_filter_choices(admin_client, path):
     """Million-row tables: filter choices are fixed, never a SELECT DISTINCT over the table."""

@@ -22,7 +22,7 @@ from django.test import override_settings
 from django.utils import timezone as dj_timezone
 from warcio.archiveiterator import ArchiveIterator
 
-from fetch import archive, cdxj, package
+from archive import warc, cdxj, package
 from frontier.models import CrawlScope, Url
 from indexer.backends import get_search_backend
 from indexer.models import Document
@@ -44,7 +44,7 @@ def crawled(django_db_setup, django_db_blocker, tmp_path_factory, module_test_se
     with django_db_blocker.unblock(), override_settings(CRAWLER_WARC_DIR=str(warc_dir)):
         call_command("flush", "--no-input")
         get_search_backend().clear()
-        archive.close()
+        warc.close()
         with sample_web(tmp_path_factory.mktemp("wacz-web")) as web:
             crawl(web.seeds[0])
             boundary = datetime.now(timezone.utc).replace(microsecond=0) + timedelta(seconds=1)
@@ -53,7 +53,7 @@ def crawled(django_db_setup, django_db_blocker, tmp_path_factory, module_test_se
             revisited = again.update(state="queued", attempts=0, next_fetch_at=dj_timezone.now() - timedelta(seconds=1))
             assert revisited
             crawl(f"http://{web.hosts[SECOND]}/", f"http://{web.hosts[THIRD]}/")
-        archive.close()
+        warc.close()
         yield web, warc_dir, boundary, revisited
         call_command("flush", "--no-input")
         get_search_backend().clear()

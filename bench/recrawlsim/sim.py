@@ -257,7 +257,7 @@ class Simulation:
         return out
 
     def sessions(self, t: float, released: list[int]) -> list[tuple[int, float]]:
-        """When each released URL is answered, by host session (fetch/session.py): a session
+        """When each released URL is answered, by host session (crawl/session.py): a session
         holding its host (or about to) takes the URLs it has not fetched yet after its own
         (a session out of URLs asks for more before it ends); one it has fetched already
         waits for the next session, which begins when this one gives its host back; with no

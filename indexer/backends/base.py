@@ -23,10 +23,8 @@ from django.utils.html import escape
 
 from .. import ranking
 from ..query import Query, Term, parse
+from ..snippets import MARK_END, MARK_START, make_snippet, snippet_source
 
-# Snippets mark matched terms with these control characters; callers render them as
-# <mark> (HTML) or strip them (plain text). They never occur in extracted page text.
-MARK_START, MARK_END = "\x02", "\x03"
 
 
 @dataclass(frozen=True)
@@ -158,7 +156,6 @@ class SearchBackend(ABC):
 
     def snippets(self, shown: list[Candidate], query: Query) -> list[str]:
         """The snippet of each page shown, cut from its content (indexer.snippets)."""
-        from ..snippets import make_snippet, snippet_source
 
         scan = settings.CRAWLER_SEARCH_SNIPPET_SCAN_CHARS
         sources = self.snippet_sources([c.document_id for c in shown], scan)

@@ -5,9 +5,9 @@ from django.core.management.base import CommandError
 from tqdm import tqdm
 
 from console.exportfiles import open_rows
-from console.wacz import export_wacz, wacz_arguments
+from archive.wacz import PageSource, export_wacz, wacz_arguments
 from crawlerweb.schema_check import MigratedCommand
-from fetch import service as fetch
+from crawl import pipeline as fetch
 from frontier import service as frontier
 from indexer import service as indexer
 
@@ -42,7 +42,8 @@ class Command(MigratedCommand):
         if what == "wacz":
             if options["format"] or options["outlinks"]:
                 raise CommandError("--format and --outlinks are for documents and urls, not a WACZ package")
-            return export_wacz(self, _origin(options["host"]), options)
+            return export_wacz(self, _origin(options["host"]), options,
+                               PageSource(indexer.indexed_pages, indexer.indexed_page_count))
         if options["since"] or options["until"] or options["scope"]:
             raise CommandError("--since, --until and --scope select what goes into a WACZ package (export wacz)")
         to_file = output != "-"
@@ -103,7 +104,7 @@ def _open(path: str, fmt: str):
 
 
 class _Outlinks:
-    """Adds each document's outlinks (fetch/pagelinks.py), counting those it cannot read."""
+    """Adds each document's outlinks (crawl/pagelinks.py), counting those it cannot read."""
 
     def __init__(self):
         self.missing = 0
