@@ -144,7 +144,7 @@ test-sqlite:
 		$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
 sampleweb: setup
-	$(PY) -m bench.sampleweb serve --port $(DEMO_PORT) --log var/sampleweb.log
+	$(PY) -m webs.sampleweb serve --port $(DEMO_PORT) --log var/sampleweb.log
 
 clean:
 	rm -rf var .pytest_cache

@@ -4,7 +4,7 @@ the `wacz` packager): one line per response, revisit, resource or metadata recor
     <SURT key> <14-digit UTC timestamp> {"url", "mime", "status", "digest", "length", "offset", "filename"}
 
 with the fields, their order and their spelling as webrecorder's cdxj-indexer writes them
-(tests/test_cdxj.py holds our lines equal to its lines for the same file). A gemini://
+(tests/archive/test_cdxj.py holds our lines equal to its lines for the same file). A gemini://
 record's line says more than cdxj-indexer's, which reads no Gemini: the media type of a 2x
 answer as `mime` and the two-digit Gemini status as `status`.
 

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bench.sampleweb import WebConfig, audit_log, run_server
+from webs.sampleweb import WebConfig, audit_log, run_server
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -24,7 +24,7 @@ from django.core.management import call_command  # noqa: E402
 
 from bench.cluster import run_cluster, wait_for_workers, wait_until_done, worker_name  # noqa: E402
 from bench.procstat import cpu_seconds  # noqa: E402
-from bench.sampleweb import WebConfig, audit_log, run_server  # noqa: E402
+from webs.sampleweb import WebConfig, audit_log, run_server  # noqa: E402
 from crawlerweb.celery import app  # noqa: E402
 from frontier import service  # noqa: E402
 from indexer.backends import get_search_backend  # noqa: E402

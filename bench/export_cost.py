@@ -38,7 +38,7 @@ django.setup()
 
 from django.db import connection, transaction  # noqa: E402
 
-from bench.sampleweb import SampleWeb, WebConfig  # noqa: E402
+from webs.sampleweb import SampleWeb, WebConfig  # noqa: E402
 from archive import warc
 from fetch import http  # noqa: E402
 from frontier.models import Host, Url, UrlState  # noqa: E402

@@ -17,7 +17,7 @@ and uniform's allocations in theory (every visit on time).  Without --realtime t
 runs on its own compressed clock, described next.
 
 What it measures.  For each policy (CRAWLER_RECRAWL_POLICY), one after the other, it starts a
-fresh changing web (bench/changeweb, same seed, so every policy meets the same pages in the same
+fresh changing web (webs/changeweb, same seed, so every policy meets the same pages in the same
 state relative to its start: a fresh server per policy with a fresh epoch) and runs
 `manage.py crawl --continuous` on a fresh SQLite database, seeded with every host's index page.
 Every SAMPLE_SECONDS it reads the stored copies (indexer_document, with the sqlite3 module:
@@ -109,10 +109,10 @@ from frontier import changerate
 from frontier.normalize import normalize
 from indexer import textstore
 
-from .changeweb.model import ChangeConfig, ChangeWeb, version_in_text
-from .changeweb.runner import run_server
-from .changeweb.truth import Truth
-from .httpserver import stop_process
+from webs.changeweb.model import ChangeConfig, ChangeWeb, version_in_text
+from webs.changeweb.runner import run_server
+from webs.changeweb.truth import Truth
+from webs.httpserver import stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 CRAWLER_PACKAGES = ("crawlerweb", "fetch", "frontier", "indexer")

@@ -22,11 +22,11 @@ import threading
 import time
 from pathlib import Path
 
-from .geminispace import SpaceConfig
-from .geminispace import audit_log as gemini_audit
-from .geminispace import run_server as run_space
+from webs.geminispace import SpaceConfig
+from webs.geminispace import audit_log as gemini_audit
+from webs.geminispace import run_server as run_space
 from .procstat import cpu_seconds, socket_inodes, tcp_sockets, wait_metered
-from .sampleweb import WebConfig, audit_log, run_server
+from webs.sampleweb import WebConfig, audit_log, run_server
 
 ROOT = Path(__file__).resolve().parent.parent
 AGENTS = ("crawlerweb", "indexer", "archiver")  # our token and CRAWLER_GEMINI_ROBOTS_AGENTS' default

@@ -1,6 +1,6 @@
 """Which pages first, measured (issue 29): `python -m bench.harvest` (`make bench-harvest`).
 
-The harvest web (bench/harvestweb.py) knows each page's importance (PageRank of its link
+The harvest web (webs/harvestweb.py) knows each page's importance (PageRank of its link
 graph). Each crawler crawls it from the same seeds with no default delay (`--default-delay`
 sets ours), and the server's own request log says what it fetched in which order:
 
@@ -31,8 +31,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from .harvestweb import HarvestConfig, HarvestWeb
-from .httpserver import serving
+from webs.harvestweb import HarvestConfig, HarvestWeb
+from webs.httpserver import serving
 from .scrapy_peer import SPIDER, ensure_venv
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,7 +140,7 @@ def _run_once(config: HarvestConfig, modes: list[str], timeout: float, delay: fl
             workdir.mkdir()
             log = workdir / "requests.log"
             flags = [f"--{k.replace('_', '-')}={v}" for k, v in asdict(config).items()] + ["--log", str(log)]
-            with serving("bench.harvestweb", flags) as (_, ready):
+            with serving("webs.harvestweb", flags) as (_, ready):
                 served = HarvestWeb(HarvestConfig(**ready["config"]))
                 if mode == "scrapy":
                     extra = crawl_scrapy(served, workdir, timeout)

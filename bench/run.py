@@ -49,8 +49,8 @@ from pathlib import Path
 from . import pgstatements
 from .cluster import run_cluster, wait_until_done
 from .procstat import ServiceMeter, cpu_seconds, peak_rss_mb, tree_cpu_seconds, tree_rss_mb, wait_metered
-from .sampleweb import WebConfig, audit_log, run_server
-from .sampleweb.audit import read_log
+from webs.sampleweb import WebConfig, audit_log, run_server
+from webs.sampleweb.audit import read_log
 from .scrapy_peer import ensure_venv, run_scrapy
 
 ROOT = Path(__file__).resolve().parent.parent

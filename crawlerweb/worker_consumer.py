@@ -5,13 +5,13 @@ Celery 5.7.0 handles a lost broker connection with `connection.collect()` and th
 the default channel unclosed while it drops the transport; the second close then restores
 unacked messages through a client built from that missing transport: AttributeError, which
 `ignore_errors` does not catch, and the worker exits.
-tests/test_faults.py::test_a_redis_restart_mid_crawl_loses_nothing failed that way in 4 of
+tests/crawl/test_faults.py::test_a_redis_restart_mid_crawl_loses_nothing failed that way in 4 of
 12 runs beside two busy loops; with this consumer, 0 of 13.
 
 Losing that close costs nothing here: the connection is dead, the messages it would restore
 went with the broker (or come back after the visibility timeout), and a lease that never
 ran expires and is dispatched again. Celery 5.6.3 does not close a second time, but with it
-Flower showed finished fetch tasks stuck in RECEIVED/STARTED (tests/test_stack.py), so we
+Flower showed finished fetch tasks stuck in RECEIVED/STARTED (tests/console/test_stack.py), so we
 stay on 5.7.0 with this subclass; drop it once Celery tolerates the second close.
 """
 

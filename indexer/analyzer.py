@@ -169,7 +169,7 @@ def _group_tokens(raw: str) -> tuple[str, ...]:
 # "(word"), so nearly every chunk is a hit and a page costs one str.split() and one dict
 # lookup per word, all in C (2.8x faster than a regex match and a cache lookup per group).
 # The same tokens either way: no group spans whitespace (\w and the connectors never match
-# it), and the look-behind sees whitespace or the chunk's start alike (tests/test_analyzer.py
+# it), and the look-behind sees whitespace or the chunk's start alike (tests/indexer/test_analyzer.py
 # checks the equality on random text).
 CHUNK_CACHE_SIZE = 200_000  # chunks (~40 MB at most); the cache is replaced, not evicted, when full
 

@@ -28,11 +28,11 @@ TEST_SETTINGS = dict(
     # Test crawls log their requests beside their archive, never into the project's var/log.
     CRAWLER_CRAWL_LOG_FILE=f"{TEST_WARC_DIR}/crawl.jsonl",
     # Pages are analysed in the fetch threads: starting parse processes for each of the
-    # suite's many short crawls costs more than they parse. tests/test_parsepool.py and the
+    # suite's many short crawls costs more than they parse. tests/crawl/test_parsepool.py and the
     # crawl test it names run the pool.
     CRAWLER_PARSE_PROCESSES=0,
     # No /sitemap.xml asked of every host: the suite's crawls count their requests exactly.
-    # The sitemap tests (tests/test_hostile_web.py) turn it on.
+    # The sitemap tests (tests/crawl/test_hostile_web.py) turn it on.
     CRAWLER_SITEMAP_GUESS=False,
 )
 
@@ -123,7 +123,7 @@ CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 @pytest.fixture
 def browser(monkeypatch):
     """Debian's headless Chromium under Playwright (`make setup-browser`), for the screens'
-    tests (tests/test_dashboard.py, tests/test_admin_screens.py)."""
+    tests (tests/console/test_dashboard.py, tests/console/test_admin_screens.py)."""
     # Playwright's sync API keeps an event loop running in this thread, which makes Django
     # refuse ORM calls as "async"; they are not (the documented pytest-django workaround).
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

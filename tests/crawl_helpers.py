@@ -15,8 +15,8 @@ import redis
 from django.db import connection
 
 from bench.cluster import run_cluster
-from bench.sampleweb import WebConfig, audit_log, run_server
-from bench.sampleweb.audit import read_log
+from webs.sampleweb import WebConfig, audit_log, run_server
+from webs.sampleweb.audit import read_log
 from archive import warc
 from frontier.models import Url
 from indexer.models import Document

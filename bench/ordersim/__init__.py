@@ -18,7 +18,7 @@ sitemaps with CRAWLER_SITEMAP_ENTRY_DEPTH), backlink count (Cho, Garcia-Molina &
 been discovered) and the ideal (the cheapest paths to the important pages, knowing
 everything). Not modelled: sessions of many URLs, thread timing, the mirror and trap rules.
 
-The webs (graphs.py): bench.harvestweb as it is, and `realweb`, whose defaults come from
+The webs (graphs.py): webs.harvestweb as it is, and `realweb`, whose defaults come from
 the literature, each varied one at a time in the table:
 - site sizes P(n) ~ n^-1.8 (Huberman & Adamic, Nature 1999);
 - in-degree tail 2.1, out-degree tail 2.72 (Broder et al., "Graph structure in the Web",

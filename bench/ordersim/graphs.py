@@ -3,10 +3,10 @@
 A Graph: nodes 0..n-1, each with a host, a URL path, out-links (node ids), and flags:
 content (counts for PageRank and the top 1 %), real (counts for the budget). Optional
 per-host sitemap nodes (not content, not real) list (node, priority). Nodes may be
-created lazily (the trap host of bench.harvestweb) through `expand`.
+created lazily (the trap host of webs.harvestweb) through `expand`.
 
 Builders:
-- from_harvestweb(config): bench.harvestweb.HarvestWeb as it is (content hosts, sitemap-only
+- from_harvestweb(config): webs.harvestweb.HarvestWeb as it is (content hosts, sitemap-only
   pages, the mirror host, the trap host), PageRank taken from the generator itself;
 - realweb(...): a generator whose parameters come from published web measurements (the
   package's docstring names the sources).
@@ -53,7 +53,7 @@ class Graph:
 
     # --- the truth ---------------------------------------------------------------------
     def compute_pagerank(self, iterations: int = 50, damping: float = 0.85) -> None:
-        """PageRank of the content pages over content-to-content links (as bench.harvestweb)."""
+        """PageRank of the content pages over content-to-content links (as webs.harvestweb)."""
         nodes = [i for i in range(len(self.host)) if self.content[i]]
         index = {v: k for k, v in enumerate(nodes)}
         out = [[index[t] for t in (self.out[v] or ()) if t in index] for v in nodes]
@@ -116,10 +116,10 @@ def place_kind(path: str) -> str:
     return "none"
 
 
-# --- bench.harvestweb as it is ---------------------------------------------------------------
+# --- webs.harvestweb as it is ---------------------------------------------------------------
 
 def from_harvestweb(hosts=60, pages=50, seed=1, sitemap_lists="best") -> Graph:
-    from ..harvestweb import HarvestConfig, HarvestWeb
+    from webs.harvestweb import HarvestConfig, HarvestWeb
 
     web = HarvestWeb(HarvestConfig(hosts=hosts, pages=pages, seed=seed, sitemap_lists=sitemap_lists))
     c = web.config
@@ -212,7 +212,7 @@ def realweb(seed=1, hosts=1000, size_exp=1.8, max_size=2000, in_alpha=1.1, out_e
     seeds: the hosts most other hosts link to ("well-known sites"); seed_mode "random": random
     hosts of 10 pages or more instead.
     sitemaps: None; "best10" (a host's ten best pages by PageRank, priority 1.0, 0.95, ...,
-    as bench.harvestweb's); "all" (every page, no priority).
+    as webs.harvestweb's); "all" (every page, no priority).
     """
     rng = random.Random(seed)
     sizes = _powerlaw_int(rng, size_exp, 1, max_size, hosts)

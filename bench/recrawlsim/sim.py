@@ -34,7 +34,7 @@ from email.utils import formatdate
 
 from django.conf import settings
 
-from bench.changeweb.model import ChangeConfig, ChangeWeb
+from webs.changeweb.model import ChangeConfig, ChangeWeb
 from bench import freshness
 from bench.freshness import WARMUP_SHARE, expected_fresh_seconds  # the real bench's window and arithmetic
 from frontier import belief, planning, recrawl
@@ -101,7 +101,7 @@ class Simulation:
                  history_days: float = 0.0, lag: float = LAG, startup: float = 1.0, rng_seed: int = 0,
                  session_tail: float = SESSION_TAIL, first_spacing: float = FIRST_SPACING,
                  profile: str = "days", budget_per_day: float | None = None, classes: tuple = RATE_CLASSES):
-        """`profile`: the changing web's spread of rates (bench.changeweb); `budget_per_day`:
+        """`profile`: the changing web's spread of rates (webs.changeweb); `budget_per_day`:
         revisits per simulated day (default budget_ratio x the pages); `classes`: the
         per-class table's classes of true rate."""
         self.day_seconds, self.days = day_seconds, days

@@ -1,6 +1,6 @@
 """The documentation sites as static web sites on loopback, one address per site.
 
-The repo's own HTTP core (bench/httpserver.py: keep-alive, exact request log) answering
+The repo's own HTTP core (webs/httpserver.py: keep-alive, exact request log) answering
 from files: site i is http://127.0.9.(i+1):PORT/ (clear of the sample web's 127.0.1.x and
 the changing web's 127.0.3.x). It runs in a subprocess (httpserver.serving), as the other
 loopback webs do, so the crawler under test shares nothing with it.
@@ -29,8 +29,8 @@ from email.utils import formatdate
 from pathlib import Path
 from urllib.parse import unquote
 
-from .. import httpserver
-from ..httpserver import RequestLog, raise_fd_limit, reserve_port, response_head
+from webs import httpserver
+from webs.httpserver import RequestLog, raise_fd_limit, reserve_port, response_head
 
 NOT_FOUND = b"<!DOCTYPE html>\n<html><body>Not Found</body></html>\n"
 

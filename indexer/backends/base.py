@@ -1,5 +1,5 @@
 """The search backend interface. One implementation per database; one contract test suite
-(tests/test_search_contract.py) runs against each.
+(tests/indexer/test_search_contract.py) runs against each.
 
 Both index the analyzer's tokens (indexer.analyzer), never the database's own text parser,
 so a page and a query are cut into the same tokens on every backend. The search algorithm
