@@ -85,7 +85,7 @@ CRAWL_ENV = {
     "CRAWLER_DEPTH_LIMIT": str(DEPTH_LIMIT),
 }
 # The gap the audit holds a crawler to on hosts without a Crawl-delay: ours is its default
-# delay (crawlerweb/settings.py); Scrapy's is none (it sends the next request at once).
+# delay (crawlerweb/settings/crawler.py); Scrapy's is none (it sends the next request at once).
 CRAWLER_DEFAULT_DELAY = float(os.environ.get("CRAWLER_DEFAULT_DELAY", "1.0"))
 CRAWL_TABLES = ("frontier_", "indexer_")
 EMBEDDED_MODES = ("embedded", "embedded-postgres")

@@ -30,7 +30,7 @@ def test_it_refuses_malformed_values(monkeypatch, read, value):
         read()
 
 
-# --- secure by default (crawlerweb/settings.py: secret_key, CRAWLER_HTTPS) -------------------
+# --- secure by default (crawlerweb/settings/base.py: secret_key, CRAWLER_HTTPS) -------------------
 
 import os  # noqa: E402
 import subprocess  # noqa: E402
