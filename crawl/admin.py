@@ -16,13 +16,12 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from crawlerweb.adminkit import BigTableAdmin, ChoicesFilter, ReadOnlyAdmin, StatusClassFilter, YesNoFilter
-from frontier.vocabulary import FetchError
+from frontier.vocabulary import FetchError, RequestOutcome
 
 from .models import CrawlLogEntry
 
 # What crawl/observe.py outcome_of() names: the class of a status, or the request's error.
-OUTCOMES = (("ok", "not_modified", "redirect", "gone", "denied", "throttled", "server_error", "http_error")
-            + tuple(str(error) for error in FetchError if error != FetchError.ROBOTS_UNAVAILABLE))
+OUTCOMES = tuple(RequestOutcome) + tuple(error for error in FetchError if error != FetchError.ROBOTS_UNAVAILABLE)
 
 
 class OutcomeFilter(ChoicesFilter):

@@ -36,7 +36,7 @@ from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histo
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
 from crawlerweb import stagetime
-from frontier.vocabulary import FetchError
+from frontier.vocabulary import FetchError, RequestOutcome
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,7 @@ EXPORTER_RETRY_SECONDS = 30.0
 COMMON_STATUSES = frozenset({200, 204, 206, 301, 302, 303, 304, 307, 308, 400, 401, 403, 404, 410, 429,
                              500, 502, 503, 504})
 # crawl.observe.outcome_of's names: a status class, or the fetch error. Anything else is "other".
-KNOWN_OUTCOMES = frozenset({"ok", "not_modified", "redirect", "gone", "denied", "throttled", "server_error",
-                            "http_error", *(error.value for error in FetchError)})
+KNOWN_OUTCOMES = frozenset({*RequestOutcome, *FetchError})
 # Web fetches: loopback answers in milliseconds, the real web in 0.1-2 s, and nothing
 # outlives CRAWLER_TOTAL_DEADLINE (30 s) plus a read timeout.
 DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)

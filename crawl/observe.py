@@ -11,7 +11,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from frontier.vocabulary import FetchError
+from frontier.vocabulary import FetchError, RequestOutcome
 
 log = logging.getLogger(__name__)
 
@@ -46,20 +46,20 @@ def outcome_of(status: int | None, error: str) -> str:
     if status is None:
         return str(FetchError.NO_RESPONSE)
     if status == 304:
-        return "not_modified"
+        return RequestOutcome.NOT_MODIFIED
     if 200 <= status < 300:
-        return "ok"
+        return RequestOutcome.OK
     if 300 <= status < 400:
-        return "redirect"
+        return RequestOutcome.REDIRECT
     if status in (404, 410):
-        return "gone"
+        return RequestOutcome.GONE
     if status in (401, 403):
-        return "denied"
+        return RequestOutcome.DENIED
     if status in (429, 503):
-        return "throttled"
+        return RequestOutcome.THROTTLED
     if status >= 500:
-        return "server_error"
-    return "http_error"
+        return RequestOutcome.SERVER_ERROR
+    return RequestOutcome.HTTP_ERROR
 
 
 _listeners: list = []

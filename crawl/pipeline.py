@@ -17,13 +17,11 @@ from django.db import transaction
 
 from frontier import service as frontier
 from frontier.outcomes import RETRY_AFTER_STATUSES, FetchReport
-from frontier.vocabulary import FetchError, Observation, PageDetail
+from frontier.vocabulary import FetchError, Observation, PageDetail, RedirectOutcome
 from indexer import service as indexer
 
 from archive import warc
-from fetch import http
-from . import pagelinks, robots
-from .pagelinks import archived_outlinks  # noqa: F401  (fetch's public interface: the export's outlinks)
+from fetch import http, robotstxt
 
 log = logging.getLogger(__name__)
 UrlKind = frontier.UrlKind
@@ -129,11 +127,9 @@ def analyse(result: http.FetchResult, queued: frontier.QueuedUrl) -> Analysis:
             return analysis
         page = indexer.prepare_page(queued.id, queued.url, status, result.content_type, result.charset, result.body,
                                     body_hash=body_hash, robots_header=result.headers.get("x-robots-tag", ""),
-                                    robots_token=robots.product_token())
+                                    robots_token=robotstxt.crawler_token())
         page.started_at = result.started_at
         observation = indexer.compare_text(queued.text_hash, queued.simhash, page.fingerprint)
-        if page.parsed is not None:
-            page.canonical = pagelinks.canonical_elsewhere(page.parsed, queued.url)
         if observation not in (Observation.UNCHANGED, Observation.NOISE):
             indexer.prepare_index(page)
     except Exception:  # a page no analysis should fail on: settled, never fetched again and again
@@ -342,11 +338,11 @@ def _admit_canonicals(pages: list) -> None:
 def _follow_redirect(target: frontier.Candidate | None) -> str:
     """Send the target back through the frontier (never followed inline)."""
     if target is None:
-        return "redirect_without_location"
+        return RedirectOutcome.WITHOUT_LOCATION
     admitted = frontier.add_urls([target])
     if admitted.rejected:
-        return "redirect_refused:" + next(iter(admitted.rejected))
-    return "redirect" if admitted.admitted else "redirect_known"
+        return f"{RedirectOutcome.REFUSED}:{next(iter(admitted.rejected))}"
+    return RedirectOutcome.ADMITTED if admitted.admitted else RedirectOutcome.KNOWN
 
 
 def parse_retry_after(value: str | None) -> float | None:

@@ -46,16 +46,12 @@ class RobotsPolicy:
         return self.file.allows(url)
 
 
-def product_token() -> str:
-    return (settings.CRAWLER_ROBOTS_TOKEN or robotstxt.product_token(settings.CRAWLER_USER_AGENT)).lower()
-
-
 @stagetime.timed("robots")
 def read(body: str, origin: str = "") -> robotstxt.RobotsFile:
     """The robots.txt of `origin` as it applies to us (a gemini:// capsule's with the
     virtual user-agents we are: CRAWLER_GEMINI_ROBOTS_AGENTS)."""
     also = settings.CRAWLER_GEMINI_ROBOTS_AGENTS if origin.startswith("gemini://") else ()
-    return robotstxt.parse(body, product_token(), tuple(also))
+    return robotstxt.parse(body, robotstxt.crawler_token(), tuple(also))
 
 
 _parsed: dict[tuple[int, object], RobotsPolicy] = {}

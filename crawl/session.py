@@ -37,7 +37,7 @@ from crawlerweb import stagetime
 from frontier import pacing, politeness
 from frontier import service as frontier
 from frontier.outcomes import FetchReport
-from frontier.vocabulary import FetchError
+from frontier.vocabulary import FetchError, WaitReason
 
 from fetch import http
 from . import observe, robots
@@ -291,7 +291,7 @@ class HostSession:
         error = self.host.robots_error
         if error != FetchError.BLOCKED_ADDRESS:  # a refused host costs no request: no wait
             wait = max(0.0, (self.host.robots_expires_at - timezone.now()).total_seconds())
-            self.clock.pause(time.monotonic() + wait, "robots_unavailable")
+            self.clock.pause(time.monotonic() + wait, WaitReason.ROBOTS_UNAVAILABLE)
         unreachable = error == FetchError.DNS_UNAVAILABLE or (self.probing and error in NETWORK_FAILURES)
         if (refreshed and not unreachable) or error == FetchError.BLOCKED_ADDRESS:
             results = Results()

@@ -38,6 +38,7 @@ under a `User-agent: * / Disallow: /`. The longest Crawl-delay among them counts
 import re
 from dataclasses import dataclass
 
+from django.conf import settings
 from protego import Protego
 
 _LINE_END = re.compile(r"\r\n|\r|\n")
@@ -51,6 +52,12 @@ _KEYS = {
     "crawl-delay": "crawl-delay", "crawldelay": "crawl-delay",
     "sitemap": "sitemap", "site-map": "sitemap",
 }
+
+
+def crawler_token() -> str:
+    """The product token the robots.txt groups are matched against: CRAWLER_ROBOTS_TOKEN, or
+    the one in CRAWLER_USER_AGENT."""
+    return (settings.CRAWLER_ROBOTS_TOKEN or product_token(settings.CRAWLER_USER_AGENT)).lower()
 
 
 def product_token(user_agent: str) -> str:

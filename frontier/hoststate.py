@@ -20,6 +20,7 @@ from crawlerweb.humanize import moment, relative
 
 from .importance import IDLE_BAND
 from .models import Host, Url, UrlState
+from .vocabulary import WaitReason
 
 LEASED, PAUSED, BACKING_OFF, READY, IDLE = "leased", "paused", "backing_off", "ready", "idle"
 STATES = (LEASED, PAUSED, BACKING_OFF, READY, IDLE)
@@ -28,17 +29,17 @@ STATES = (LEASED, PAUSED, BACKING_OFF, READY, IDLE)
 # words. The first three are politeness (the host is fine, we are being polite): "waiting";
 # the rest are trouble: "backing off".
 WAIT_REASON_TEXT = {
-    "crawl_delay": "robots.txt Crawl-delay",
-    "adaptive": "adaptive delay (slow responses)",
-    "default_delay": "default delay",
-    "retry_after_429": "Retry-After (429 Too Many Requests)",
-    "retry_after_503": "Retry-After (503 Service Unavailable)",
-    "breaker": "circuit breaker (network failures in a row)",
-    "dns": "DNS resolver failed",
-    "robots_unavailable": "robots.txt unavailable",
-    "store_failed": "its results could not be stored (back-off)",
+    WaitReason.CRAWL_DELAY: "robots.txt Crawl-delay",
+    WaitReason.ADAPTIVE: "adaptive delay (slow responses)",
+    WaitReason.DEFAULT_DELAY: "default delay",
+    WaitReason.RETRY_AFTER_429: "Retry-After (429 Too Many Requests)",
+    WaitReason.RETRY_AFTER_503: "Retry-After (503 Service Unavailable)",
+    WaitReason.BREAKER: "circuit breaker (network failures in a row)",
+    WaitReason.DNS: "DNS resolver failed",
+    WaitReason.ROBOTS_UNAVAILABLE: "robots.txt unavailable",
+    WaitReason.STORE_FAILED: "its results could not be stored (back-off)",
 }
-POLITENESS_REASONS = frozenset({"crawl_delay", "adaptive", "default_delay"})
+POLITENESS_REASONS = frozenset({WaitReason.CRAWL_DELAY, WaitReason.ADAPTIVE, WaitReason.DEFAULT_DELAY})
 
 
 def predicates(now: datetime) -> dict[str, Q]:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from .models import UrlState
-from .vocabulary import FetchError
+from .vocabulary import FetchError, RedirectOutcome
 
 # Network-level errors worth another try later.
 RETRYABLE_ERRORS = frozenset({FetchError.TIMEOUT, FetchError.CONNECTION, FetchError.DNS, FetchError.DEADLINE,
@@ -80,7 +80,7 @@ def next_state(
     if status == 304:
         return Transition(UrlState.FETCHED, report.detail or "not_modified", attempts + 1, now)
     if 300 <= status < 400:
-        return Transition(UrlState.REDIRECTED, report.redirect_outcome or "redirect", attempts + 1, now)
+        return Transition(UrlState.REDIRECTED, report.redirect_outcome or RedirectOutcome.ADMITTED, attempts + 1, now)
     if status in (404, 410):
         return Transition(UrlState.GONE, f"http_{status}", attempts + 1, now)
     if status in (401, 403):

@@ -26,13 +26,14 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from .vocabulary import WaitReason
+
 # Weight of the newest response in the running response-time average.
 SMOOTHING = 0.3
 
 # Why a host's next request waits (HostClock.wait_reason, kept in Host.wait_reason).
-WAIT_REASONS = ("crawl_delay", "adaptive", "default_delay", "retry_after_429", "retry_after_503", "breaker", "dns",
-                "robots_unavailable", "store_failed")
-STORE_FAILED = "store_failed"  # its results could not be stored: paused on the breaker's ladder (crawl/writer.py)
+WAIT_REASONS = tuple(WaitReason)
+STORE_FAILED = WaitReason.STORE_FAILED  # its results could not be stored: paused on the breaker's ladder
 
 
 def store_failure_pause(failures: int) -> float:
@@ -92,8 +93,8 @@ class HostClock:
         if self.paused_until > max(after_last, now):
             return self.pause_reason
         if self.crawl_delay is not None:
-            return "crawl_delay"
-        return "adaptive" if self.delay > settings.CRAWLER_DEFAULT_DELAY else "default_delay"
+            return WaitReason.CRAWL_DELAY
+        return WaitReason.ADAPTIVE if self.delay > settings.CRAWLER_DEFAULT_DELAY else WaitReason.DEFAULT_DELAY
 
     def pause(self, until: float, reason: str) -> None:
         if until > self.paused_until:
@@ -108,7 +109,7 @@ class HostClock:
         self.failures = 0
         if status in (429, 503):
             wait = retry_after if retry_after is not None else settings.CRAWLER_DEFAULT_DELAY
-            self.pause(end + wait, f"retry_after_{status}")
+            self.pause(end + wait, WaitReason(f"retry_after_{status}"))
 
     def network_failure(self, end: float, elapsed: float, kind: str) -> None:
         """No answer: a timeout (the server is too slow: let the delay grow) or a refused or
@@ -118,7 +119,7 @@ class HostClock:
             self.response_time = running_response_time(self.response_time, elapsed)
         self.failures += 1
         if self.breaker_open:
-            self.pause(end + breaker_pause(self.failures), "breaker")
+            self.pause(end + breaker_pause(self.failures), WaitReason.BREAKER)
 
     def request_failed(self, end: float) -> None:
         """A request that failed on our side or the URL's (bad DNS name, refused address,
@@ -127,7 +128,7 @@ class HostClock:
 
     def resolver_failed(self, end: float) -> None:
         """The resolver itself failed (not the name): nobody's fault, wait and ask again."""
-        self.pause(end + settings.CRAWLER_DNS_NEGATIVE_SECONDS, "dns")
+        self.pause(end + settings.CRAWLER_DNS_NEGATIVE_SECONDS, WaitReason.DNS)
 
     # --- between sessions ---------------------------------------------------------------
 

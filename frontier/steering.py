@@ -22,6 +22,7 @@ from . import idle
 from .limits import cached_limits, current_limits
 from .models import CrawlLimits, DeadLetter, Host, SteeringAction, Url, UrlState
 from .normalize import InvalidUrl, normalize
+from .vocabulary import WaitReason
 
 # URLs one recrawl-now may name, hosts one host action may name (the API's limits too).
 MAX_URLS_PER_ACTION = 1000
@@ -121,7 +122,7 @@ def _fetch_now(hosts, now) -> ActionResult:
 
 def _reset_breaker(hosts, now) -> ActionResult:
     """Forget the network failures in a row; a host the breaker holds back is ready now."""
-    held = hosts.filter(wait_reason="breaker").update(next_fetch_at=now, wait_reason="")
+    held = hosts.filter(wait_reason=WaitReason.BREAKER).update(next_fetch_at=now, wait_reason="")
     changed = hosts.filter(failures__gt=0).update(failures=0)
     return ActionResult("reset_breaker", changed, {"released": held})
 
@@ -130,7 +131,7 @@ def _refetch_robots(hosts, now) -> ActionResult:
     """The cached robots.txt expires now: the host's next session fetches it first. A host
     that waits because robots.txt was unavailable is ready now."""
     changed = hosts.update(robots_expires_at=now)
-    released = hosts.filter(wait_reason="robots_unavailable").update(next_fetch_at=now, wait_reason="")
+    released = hosts.filter(wait_reason=WaitReason.ROBOTS_UNAVAILABLE).update(next_fetch_at=now, wait_reason="")
     return ActionResult("refetch_robots", changed, {"released": released})
 
 

@@ -25,6 +25,44 @@ class FetchError(StrEnum):
     ROBOTS_UNAVAILABLE = "robots_unavailable"  # robots.txt gave no verdict (5xx): RFC 9309 says wait
 
 
+class RequestOutcome(StrEnum):
+    """What a request brought, by the class of its status (crawl/observe.py outcome_of);
+    a request with no usable response is named by its FetchError instead."""
+
+    OK = "ok"
+    NOT_MODIFIED = "not_modified"
+    REDIRECT = "redirect"
+    GONE = "gone"  # 404, 410
+    DENIED = "denied"  # 401, 403
+    THROTTLED = "throttled"  # 429, 503
+    SERVER_ERROR = "server_error"
+    HTTP_ERROR = "http_error"  # any other status
+
+
+class RedirectOutcome(StrEnum):
+    """What became of a redirect's target, sent back through the frontier (never followed
+    inline). A refused target is REFUSED + ":" + its Rejection (redirect_refused:scheme)."""
+
+    ADMITTED = "redirect"  # a new URL in the frontier
+    KNOWN = "redirect_known"  # already there
+    WITHOUT_LOCATION = "redirect_without_location"
+    REFUSED = "redirect_refused"
+
+
+class WaitReason(StrEnum):
+    """Why a host's next request waits (frontier/pacing.py HostClock, kept in Host.wait_reason)."""
+
+    CRAWL_DELAY = "crawl_delay"
+    ADAPTIVE = "adaptive"
+    DEFAULT_DELAY = "default_delay"
+    RETRY_AFTER_429 = "retry_after_429"
+    RETRY_AFTER_503 = "retry_after_503"
+    BREAKER = "breaker"  # network failures in a row
+    DNS = "dns"
+    ROBOTS_UNAVAILABLE = "robots_unavailable"
+    STORE_FAILED = "store_failed"  # its results could not be stored (crawl/writer.py)
+
+
 class Rejection(StrEnum):
     """Why a candidate URL never entered the frontier (admission)."""
 

@@ -23,10 +23,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from crawlerweb import stagetime
-from archive import replay
+from archive import replay, warc
+from fetch import robotstxt
+from fetch.transport import charset_of
 from frontier.vocabulary import Observation, PageDetail
 
-from . import bulk, linksources, neardup, paging, snippets, textstore
+from . import bulk, linksources, neardup, pagelinks, paging, snippets, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint, words_moved
 from .gemtext import decode as decode_text
@@ -116,12 +118,13 @@ def looks_binary(body: bytes) -> bool:
 def prepare_page(url_id: int, url: str, status: int, content_type: str, charset: str | None,
                  body: bytes, archived: tuple[str, int, int] | None = None,
                  body_hash: str | None = None, robots_header: str = "", robots_token: str = "") -> PreparedPage:
-    """Hash (unless the caller did: body_hash) and parse one response (parse_page); no
-    database access."""
+    """Hash (unless the caller did: body_hash) and parse one response (parse_page), and say
+    which other URL it names as canonical (the frontier's form); no database access."""
     parsed = parse_page(url, content_type, charset, body, robots_header, robots_token)
     text = fingerprint(parsed.title, parsed.headings, parsed.text) if parsed is not None else None
+    canonical = pagelinks.canonical_elsewhere(parsed, url) if parsed is not None else ""
     return PreparedPage(url_id, url, status, content_type, body_hash or content_hash(body), len(body), parsed,
-                        archived, text)
+                        archived, text, canonical=canonical)
 
 
 def parse_page(url: str, content_type: str, charset: str | None, body: bytes, robots_header: str = "",
@@ -129,7 +132,7 @@ def parse_page(url: str, content_type: str, charset: str | None, body: bytes, ro
     """A response's page as the crawler reads it (HTML, gemtext, or a capsule's other text), or
     None when the body is none of those; no database access. robots_header: the response's X-Robots-Tag, honoured like the meta tag
     (for every crawler, or for `robots_token`). The crawl and the export's outlinks
-    (crawl/pagelinks.py) both parse here, so they read the same links from the same bytes."""
+    (archived_outlinks) both parse here, so they read the same links from the same bytes."""
     if looks_binary(body):
         return None
     limits = {"max_links": settings.CRAWLER_MAX_LINKS_PER_PAGE, "max_chars": settings.CRAWLER_MAX_INDEX_CHARS}
@@ -386,3 +389,30 @@ def document_counts() -> dict:
         "duplicates": Document.objects.exclude(duplicate_of=None).count(),
         "noindex": Document.objects.filter(noindex=True).count(),
     }
+
+
+def archived_outlinks(url: str, warc_file: str, warc_offset: int | None, warc_length: int | None) -> list[str] | None:
+    """The outlinks of the page `url` whose response is archived at (file, offset, length):
+    [] for a body that is not HTML, None when the record cannot be read back here (archiving
+    was off, or the file is on another machine or gone: archive/warc.py read_response)."""
+    if not warc_file or warc_offset is None or warc_length is None:
+        return None
+    try:
+        response = warc.read_response(warc.Location(warc_file, warc_offset, warc_length))
+    except warc.ArchiveUnavailable:
+        return None
+    headers = _merged(response.http_headers)
+    content_type = headers.get("content-type", "")
+    parsed = parse_page(url, content_type.split(";")[0].strip().lower(), charset_of(content_type),
+                        response.body, headers.get("x-robots-tag", ""), robotstxt.crawler_token())
+    return pagelinks.outlinks(url, parsed) if parsed is not None else []
+
+
+def _merged(headers: list[tuple[str, str]]) -> dict[str, str]:
+    """Lower-case names, repeated headers joined by ", ": the form the HTTP client handed the
+    crawl (urllib3's itermerged), so two X-Robots-Tag headers count as they did then."""
+    merged = {}
+    for name, value in headers:
+        name = name.lower()
+        merged[name] = f"{merged[name]}, {value}" if name in merged else value
+    return merged

@@ -18,8 +18,7 @@ from webs.sampleweb.truth import canonical
 from console.exportparquet import DOCUMENT_SCHEMA, URL_SCHEMA, ParquetFile, schema_for
 from archive import warc
 from fetch import http
-from crawl import pipeline as fetch
-from crawl.pagelinks import outlinks
+from indexer.pagelinks import outlinks
 from frontier import service as frontier
 from frontier.models import Host, Url, UrlState
 from frontier.normalize import normalize
@@ -202,11 +201,11 @@ def test_outlinks_read_from_the_archive_honour_the_response_headers(warc_dir):
     with hostile_web(big_bytes=256 * 1024) as web:
         fetched = {path: http.fetch(web.url(path), body_types=("text/html",))
                    for path in ("/x-robots-nofollow", "/x-robots-otherbot", "/many-links")}
-    found = {path: fetch.archived_outlinks(result.url, *warc.record(result)) for path, result in fetched.items()}
+    found = {path: indexer.archived_outlinks(result.url, *warc.record(result)) for path, result in fetched.items()}
     assert found["/x-robots-nofollow"] == []
     assert found["/x-robots-otherbot"] == [web.url("/fine/behind/x-robots-otherbot")]
     assert found["/many-links"][:2] == [web.url("/fine/0"), web.url("/fine/1")]
-    assert fetch.archived_outlinks(web.url("/"), "", None, None) is None
+    assert indexer.archived_outlinks(web.url("/"), "", None, None) is None
 
 
 # --- a crawl of the sample web, exported -------------------------------------------------

@@ -36,11 +36,11 @@ def test_a_group_naming_our_product_token_applies_whatever_follows_the_name(agen
 
 def test_the_token_comes_from_the_user_agent_unless_set(settings):
     assert robotstxt.product_token("crawlerweb/0.1 (+https://github.com/crawlerweb/crawlerweb)") == "crawlerweb"
-    assert robots.product_token() == "crawlerweb"
+    assert robotstxt.crawler_token() == "crawlerweb"
     settings.CRAWLER_USER_AGENT = "ExampleBot/3 (+https://example.org/bot)"
-    assert robots.product_token() == "examplebot"
+    assert robotstxt.crawler_token() == "examplebot"
     settings.CRAWLER_ROBOTS_TOKEN = "Archiver"
-    assert robots.product_token() == "archiver"
+    assert robotstxt.crawler_token() == "archiver"
 
 
 def test_our_group_wins_over_star_and_star_applies_only_without_one():

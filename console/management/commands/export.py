@@ -7,7 +7,6 @@ from tqdm import tqdm
 from console.exportfiles import open_rows
 from archive.wacz import PageSource, export_wacz, wacz_arguments
 from crawlerweb.schema_check import MigratedCommand
-from crawl import pipeline as fetch
 from frontier import service as frontier
 from indexer import service as indexer
 
@@ -104,14 +103,14 @@ def _open(path: str, fmt: str):
 
 
 class _Outlinks:
-    """Adds each document's outlinks (crawl/pagelinks.py), counting those it cannot read."""
+    """Adds each document's outlinks (indexer/pagelinks.py), counting those it cannot read."""
 
     def __init__(self):
         self.missing = 0
 
     def added_to(self, rows):
         for row in rows:
-            row["outlinks"] = fetch.archived_outlinks(row["url"], row["warc_file"], row["warc_offset"],
+            row["outlinks"] = indexer.archived_outlinks(row["url"], row["warc_file"], row["warc_offset"],
                                                       row["warc_length"])
             self.missing += row["outlinks"] is None
             yield row

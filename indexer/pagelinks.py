@@ -1,10 +1,12 @@
-"""The URLs the crawler takes from a page, and a stored page's found again from its archived
-response (`manage.py export documents --outlinks`).
+"""The URLs the crawler takes from a page, in the frontier's form: its links, the feeds it
+announces, the canonical URL it names elsewhere; and, through indexer.service's
+archived_outlinks, a stored page's found again from its archived response (`manage.py export
+documents --outlinks`).
 
 The crawler keeps no link graph: a URL row remembers only the first page that linked to it
 (Url.referrer). A page's outlinks are therefore read again from the bytes it was indexed
 from, the response archived in the WARC files, by the crawler's own parser and rules
-(indexer.parse_page: rel=nofollow, meta robots and X-Robots-Tag nofollow, <base>, the
+(indexer.service.parse_page: rel=nofollow, meta robots and X-Robots-Tag nofollow, <base>, the
 CRAWLER_MAX_LINKS_PER_PAGE cap) and put in the frontier's form (frontier.canonical_url), so
 each outlink is spelt exactly as the frontier row it became, if it became one.
 """
@@ -12,11 +14,6 @@ each outlink is spelt exactly as the frontier row it became, if it became one.
 from django.conf import settings
 
 from frontier import service as frontier
-from indexer import service as indexer
-
-from archive import warc
-from fetch import http
-from . import robots
 
 
 def canonical_elsewhere(parsed, url: str) -> str:
@@ -44,30 +41,3 @@ def outlinks(url: str, parsed) -> list[str]:
     if canonical:
         found.setdefault(canonical)
     return list(found)
-
-
-def archived_outlinks(url: str, warc_file: str, warc_offset: int | None, warc_length: int | None) -> list[str] | None:
-    """The outlinks of the page `url` whose response is archived at (file, offset, length):
-    [] for a body that is not HTML, None when the record cannot be read back here (archiving
-    was off, or the file is on another machine or gone: fetch/warc.read_response)."""
-    if not warc_file or warc_offset is None or warc_length is None:
-        return None
-    try:
-        response = warc.read_response(warc.Location(warc_file, warc_offset, warc_length))
-    except warc.ArchiveUnavailable:
-        return None
-    headers = _merged(response.http_headers)
-    content_type = headers.get("content-type", "")
-    parsed = indexer.parse_page(url, content_type.split(";")[0].strip().lower(), http.charset_of(content_type),
-                                response.body, headers.get("x-robots-tag", ""), robots.product_token())
-    return outlinks(url, parsed) if parsed is not None else []
-
-
-def _merged(headers: list[tuple[str, str]]) -> dict[str, str]:
-    """Lower-case names, repeated headers joined by ", ": the form the HTTP client handed the
-    crawl (urllib3's itermerged), so two X-Robots-Tag headers count as they did then."""
-    merged = {}
-    for name, value in headers:
-        name = name.lower()
-        merged[name] = f"{merged[name]}, {value}" if name in merged else value
-    return merged
