@@ -394,7 +394,7 @@ class UrlAdmin(DerivedDataAdmin, ObjectActionsAdmin):
 
 def priority_in_words(priority: int) -> str:
     """The score and the band it puts the URL in."""
-    return f"{priority} ({('high', 'middle', 'low')[importance.band(priority)]} band)"
+    return f"{priority} ({('high', 'middle', 'low')[importance.score_band(priority)]} band)"
 
 
 def score_in_words(url: Url) -> str:

@@ -205,7 +205,7 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
     for row in rows:
         if row[0] in inserted:
             counts[row[2]] += 1
-            bands[row[2]] = min(bands.get(row[2], 2), importance.band(row[5]))
+            bands[row[2]] = min(bands.get(row[2], 2), importance.score_band(row[5]))
             result.raise_to(row[2], row[5])
     domain_totals = dict(domains_before)  # what the domains hold once this commits
     for host_id, n in counts.items():
@@ -283,7 +283,7 @@ def _raised(raised: list[tuple[int, int]], result: AdmitResult) -> None:
     them, and the batch's result names them."""
     bands = {}
     for host_id, priority in raised:
-        bands[host_id] = min(bands.get(host_id, 2), importance.band(priority))
+        bands[host_id] = min(bands.get(host_id, 2), importance.score_band(priority))
         result.raise_to(host_id, priority)
     bulk.raise_host_bands(bands)
 

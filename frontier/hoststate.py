@@ -74,7 +74,7 @@ class HostState:
         return f"{word} · {relative(self.until, now)}"
 
 
-def state_of(host: Host, *, has_due: bool | None = None, now: datetime | None = None) -> HostState:
+def host_state(host: Host, *, has_due: bool | None = None, now: datetime | None = None) -> HostState:
     """The host's state now. `has_due` (queued URLs due) may come annotated with the row
     (`due_urls`); without it, one query asks."""
     now = now or timezone.now()

@@ -162,7 +162,7 @@ _last_sweep = {"at": None}
 _sweep_lock = threading.Lock()
 
 
-def sweep_next_round() -> None:
+def sweep_idle_hosts_next_round() -> None:
     """A runner starts (a dispatcher, an embedded crawl): its first round sweeps, whatever
     this process swept before, so that URLs queued meanwhile by hand or by another release
     are found at once."""

@@ -114,13 +114,13 @@ LOWEST_BAND = 2
 IDLE_BAND = 3  # a host with no URL waiting: dispatch never reads it (frontier/idle.py)
 
 
-def band(priority: int) -> int:
+def score_band(priority: int) -> int:
     """0 (best), 1 or 2: where CRAWLER_SCORE_BANDS (two thresholds) put a score."""
     high, low = settings.CRAWLER_SCORE_BANDS
     return 0 if priority >= high else 1 if priority >= low else 2
 
 
-def shares(loaded: bool) -> tuple[float, float, float]:
+def band_shares(loaded: bool) -> tuple[float, float, float]:
     values = settings.CRAWLER_DISPATCH_SHARES_LOADED if loaded else settings.CRAWLER_DISPATCH_SHARES
     total = sum(values) or 1.0
     return tuple(v / total for v in values)
@@ -130,7 +130,7 @@ def quotas(max_hosts: int, loaded: bool, rng: random.Random = _random) -> list[i
     """Hosts per band for a round of max_hosts: each slot drawn with the bands' shares (a
     draw, not a rounding: a small round must still reach the 10 % band now and then)."""
     counts = [0, 0, 0]
-    for band in rng.choices(range(3), weights=shares(loaded), k=max_hosts):
+    for band in rng.choices(range(3), weights=band_shares(loaded), k=max_hosts):
         counts[band] += 1
     return counts
 

@@ -119,7 +119,7 @@ def lease_ready_hosts(owner: str, max_hosts: int, loaded: bool = False) -> list[
                  .values_list("id", "origin", "crawl_delay", "response_time"))
     url_ids, worst = _best_urls({h[0]: _session_size(h[2], h[3]) for h in hosts}, now)
     # What a host has left waiting is no better than the worst URL its session took.
-    bulk.set_host_bands({host_id: importance.band(priority) for host_id, priority in worst.items()})
+    bulk.set_host_bands({host_id: importance.score_band(priority) for host_id, priority in worst.items()})
     leases = []
     for host_id, origin, _, _ in hosts:
         ids_for_host = url_ids.get(host_id, [])

@@ -248,13 +248,13 @@ def scope_ids_for_seeds(spec: ScopeSpec, seeds: list[NormalUrl], version: int) -
     return [ids[key_of[anchor]] for anchor in seed_anchors]
 
 
-def key_taken(row: CrawlScope, include: str, exclude: str) -> bool:
+def scope_key_taken(row: CrawlScope, include: str, exclude: str) -> bool:
     """Would these patterns make `row` a copy of another scope?"""
     key = definition_key(row.kind, row.anchor, include, exclude)
     return CrawlScope.objects.filter(key=key).exclude(pk=row.pk).exists()
 
 
-def save_patterns(row: CrawlScope) -> None:
+def save_scope_patterns(row: CrawlScope) -> None:
     """Store an admin's new patterns; every worker reloads its scopes within seconds."""
     row.key = definition_key(row.kind, row.anchor, row.include, row.exclude)
     row.save(update_fields=["key", "include", "exclude"])
@@ -275,7 +275,7 @@ def count_out_of_scope(counts: dict[int, int]) -> None:
         CrawlScope.objects.filter(id=scope_id).update(out_of_scope=F("out_of_scope") + n)
 
 
-def named(reference: str) -> list[CrawlScope]:
+def scopes_named(reference: str) -> list[CrawlScope]:
     """The scopes a user names on a command line: a scope's id (the admin's crawl scopes
     list shows them), or a seed URL, meaning the scope(s) it was seeded with. Raises
     InvalidScope with a message a user can act on."""
@@ -298,7 +298,7 @@ def named(reference: str) -> list[CrawlScope]:
     return rows
 
 
-def url_test(rows: list[CrawlScope]):
+def scope_url_test(rows: list[CrawlScope]):
     """A test of URLs (in the frontier's form, as archived) against these scopes: true when
     any of them allows the URL, as admission judges a link found under them."""
     scopes = [Scope(row.id, row.kind, row.anchor, row.include, row.exclude) for row in rows]

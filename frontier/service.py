@@ -13,7 +13,6 @@ are the frontier's own business:
     hoststate.py  where a host is now (leased, paused, backing off, ready, idle), in words
 """
 
-from . import scope as _scope
 from .admission import (
     AdmitResult,
     Candidate,
@@ -55,16 +54,14 @@ from .leases import (
     renew_leases,
 )
 from .export import url_count, url_rows
-from .hoststate import WAIT_REASON_TEXT, HostState, state_of as host_state
-from .idle import sweep_next_round as sweep_idle_hosts_next_round
-from .importance import band as score_band
-from .importance import shares as band_shares
+from .hoststate import WAIT_REASON_TEXT, HostState, host_state
+from .idle import sweep_idle_hosts_next_round
+from .importance import band_shares, score_band
 from .importance import site_points
 from .importance import sitemap_hint
 from .pacing import STORE_FAILED, store_failure_pause
 from .normalize import origin_of
-from .traps import count_yield as count_pattern_yield
-from .traps import url_stopped as pattern_stopped
+from .traps import count_pattern_yield, pattern_stopped
 from .limits import current_limits
 from .progress import crawl_summary, deferred_work, has_pending_work, has_work_due_within, next_due_in
 from .models import UrlKind
@@ -81,7 +78,7 @@ from .records import (
 )
 from .planning import plan_recrawl
 from .recrawl import due_counts, has_revisits_due, release_due, sitemap_changes
-from .scope import InvalidScope, ScopeSpec, parse_spec
+from .scope import InvalidScope, ScopeSpec, parse_spec, save_scope_patterns, scope_key_taken, scope_url_test, scopes_named
 from .stats import (
     crawl_paused_since,
     dead_letter_count,
@@ -107,10 +104,6 @@ from .steering import (
     url_ids_for,
 )
 
-scope_key_taken = _scope.key_taken
-scopes_named = _scope.named
-scope_url_test = _scope.url_test
-save_scope_patterns = _scope.save_patterns
 
 __all__ = [
     # admission

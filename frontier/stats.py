@@ -36,7 +36,7 @@ def _by_band(by_priority: Counter) -> dict[str, int]:
     """Queued URLs by score band (frontier/importance.py), best first."""
     bands = Counter()
     for priority, n in by_priority.items():
-        bands[importance.band(int(priority))] += n
+        bands[importance.score_band(int(priority))] += n
     return {name: bands[band] for band, name in enumerate(BAND_NAMES)}
 
 

@@ -95,7 +95,7 @@ def stopped(url: NormalUrl) -> str | None:
     return _reason(url.url)
 
 
-def url_stopped(url: str) -> str | None:
+def pattern_stopped(url: str) -> str | None:
     """stopped() for a URL in the frontier's form, from this process's last look at the
     stopped patterns (no query: fetch threads call it, and they keep no database
     connection; admission, in the writer, refreshes the look)."""
@@ -145,7 +145,7 @@ def _note(pattern: str, is_stopped: bool) -> None:
 
 # --- the yield of stored pages ----------------------------------------------------------------
 
-def count_yield(pages: list[tuple[str, bool, str]]) -> list[str]:
+def count_pattern_yield(pages: list[tuple[str, bool, str]]) -> list[str]:
     """Count stored pages, (url, new text?, the origin of another host's page it copies, or
     "") each, for their patterns and their hosts; stop the patterns whose yield collapsed
     and the hosts that are mirrors. Returns the patterns stopped now."""

@@ -24,7 +24,7 @@ def test_the_parts_of_a_score():
     # Links from other hosts count up to CRAWLER_SCORE_INLINK_HOSTS_MAX hosts.
     assert [importance.inlink_points(n) for n in (0, 1, 3, 5, 50)] == [0, 12, 36, 60, 60]
     assert [importance.sitemap_hint(p) for p in (None, 0.0, 1.0, 7.0)] == [20, 10, 30, 30]
-    assert [importance.band(s) for s in (40, 20, 19, -30, -31)] == [0, 0, 1, 1, 2]
+    assert [importance.score_band(s) for s in (40, 20, 19, -30, -31)] == [0, 0, 1, 1, 2]
 
 
 def test_a_hosts_standing_is_counted_in_two_sketches_a_point_or_two_from_the_exact_count():
