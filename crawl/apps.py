@@ -10,7 +10,7 @@ class CrawlConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from . import crawllog, instruments, observe
+        from . import crawllog, instruments, observe, tasks  # noqa: F401  (tasks: Celery's signals connected)
 
         observe.listen(crawllog.record_request)  # one line per request: the crawl log
         # Every process that sends requests counts them (Prometheus counters, in memory or,

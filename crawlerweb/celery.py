@@ -3,7 +3,7 @@
 
 import os
 
-from celery import Celery, signals
+from celery import Celery
 from kombu import Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crawlerweb.settings")
@@ -18,37 +18,3 @@ app.conf.task_queues = [Queue(f"fetch.{i}") for i in range(settings.CRAWLER_FETC
 ]
 app.conf.task_default_queue = "maintenance"
 app.autodiscover_tasks()
-
-
-# --- Prometheus (crawl/instruments.py): one exporter per machine, served by the worker's
-# main process; its pool children write to the machine's metrics directory.
-
-@signals.worker_init.connect
-def _serve_metrics(sender=None, **_):
-    from crawl import instruments
-
-    instruments.serve_machine_metrics()
-    if "prefork" not in getattr(getattr(sender, "pool_cls", None), "__module__", ""):  # threads/solo: main fetches
-        instruments.process_started("worker")
-
-
-@signals.worker_process_init.connect
-def _pool_child_started(**_):
-    from crawl import instruments
-
-    instruments.process_started("worker")
-
-
-@signals.worker_process_shutdown.connect
-@signals.worker_shutdown.connect
-def _process_stopping(**_):
-    from crawl import instruments
-
-    instruments.process_stopped()
-
-
-@signals.after_task_publish.connect
-def _count_sent_sessions(sender=None, **kwargs):
-    from crawl import instruments
-
-    instruments.session_published(sender, **kwargs)

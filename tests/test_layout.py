@@ -15,10 +15,7 @@ pytestmark = pytest.mark.backend_free
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ["crawlerweb", "frontier", "fetch", "archive", "indexer", "crawl", "console"]  # bottom first
-# The Celery app is configuration, but Celery's worker signals must be connected before a
-# worker starts, where only the app module is sure to be imported: its handlers count in
-# crawl/instruments.py, imported inside them.
-ALLOWED_UPWARD = {("crawlerweb/celery.py", "crawl")}
+ALLOWED_UPWARD: set[tuple[str, str]] = set()  # (file, app) pairs allowed to go up: none
 
 
 def imported_apps(path: Path) -> set[str]:
