@@ -46,7 +46,7 @@ def wait_for_children(pool: ParsePool, timeout: float = 60.0) -> None:
 @pytest.fixture
 def pool(settings):
     settings.CRAWLER_PARSE_TIMEOUT = 2.0
-    pool = ParsePool(2, analyse_path="tests.test_parsepool.hostile_analyse")
+    pool = ParsePool(2, analyse_path="tests.crawl.test_parsepool.hostile_analyse")
     wait_for_children(pool)
     yield pool
     pool.close()
@@ -90,7 +90,7 @@ def test_a_page_that_hangs_its_parse_process_is_settled_within_the_timeout(pool)
 
 
 def test_many_threads_share_one_child_and_each_gets_its_own_answer(settings):
-    pool = ParsePool(1, analyse_path="tests.test_parsepool.hostile_analyse")
+    pool = ParsePool(1, analyse_path="tests.crawl.test_parsepool.hostile_analyse")
     try:
         wait_for_children(pool)
         urls = [f"http://pool.test/page{i}" for i in range(12)]
@@ -128,7 +128,7 @@ class _Signalling(queue.Queue):
 
 def test_a_page_waiting_behind_one_that_hangs_the_child_is_analysed_not_failed(settings):
     settings.CRAWLER_PARSE_TIMEOUT = 2.0
-    pool = ParsePool(1, analyse_path="tests.test_parsepool.hostile_analyse")
+    pool = ParsePool(1, analyse_path="tests.crawl.test_parsepool.hostile_analyse")
     try:
         wait_for_children(pool)
         taken = threading.Event()
@@ -168,7 +168,7 @@ def test_an_embedded_crawl_with_the_pool_indexes_every_page_and_settles_a_page_t
         pages = [web.url("/fine/1"), web.url("/fine/2"), web.url("/fine/crash")]
         service.add_seeds(pages)
         def started_pool(processes):  # the crawl is short: let it start with its processes up
-            pool = real_pool(processes, "tests.test_parsepool.crash_on_crash_path")
+            pool = real_pool(processes, "tests.crawl.test_parsepool.crash_on_crash_path")
             wait_for_children(pool)
             return pool
 
