@@ -200,11 +200,13 @@ def prescan(body: bytes) -> str | None:
             found = _meta_encoding(token.group(3))
             if found:
                 return found
-        elif start >= PRESCAN_BYTES and lowered in _RAW_TEXT_END:
-            end = _RAW_TEXT_END[lowered].search(head, pos)  # "<meta" in a script is not a meta
-            if end is None:
-                return None
-            pos = end.start()
+        elif lowered in _RAW_TEXT_END:
+            # Raw text that reaches past the prescan's bytes holds no tags (Chromium: "<meta"
+            # in a script is not a meta); within them the spec's prescan reads on.
+            end = _RAW_TEXT_END[lowered].search(head, pos)
+            end_at = end.start() if end else len(head)
+            if end_at > PRESCAN_BYTES:
+                pos = end_at
 
 
 def _meta_encoding(attributes: bytes) -> str | None:
