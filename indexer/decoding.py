@@ -124,7 +124,7 @@ def detect(body: bytes, tld: str = "") -> Decision:
     detector = chardetng_py.EncodingDetector()
     detector.feed(window, last=last)  # last=False: a character cut at the window's end is no error
     guess = detector.guess(tld=_tld_hint(tld), allow_utf8=True)
-    return Decision(encodings.name_of(guess) or WINDOWS_1252, DETECTED)
+    return Decision(encodings.name_of(guess) or encodings.name_of_codec(guess) or WINDOWS_1252, DETECTED)
 
 
 def _is_utf8(window: bytes, last: bool) -> bool:

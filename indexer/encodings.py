@@ -77,6 +77,13 @@ _CODECS = {
 }
 _CODECS.update({f"ISO-8859-{n}": f"iso8859-{n}" for n in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)})
 _CODECS.update({f"windows-{n}": f"cp{n}" for n in range(1250, 1259)})
+# Python codec -> encoding name, for detectors that answer in Python's names (the first name
+# a codec serves wins; labels are looked up first, so "gb18030" stays gb18030).
+_BY_CODEC = {codecs.lookup(codec).name: name for name, codec in reversed(list(_CODECS.items()))}
+_BY_CODEC[codecs.lookup("gbk").name] = "GBK"
+_BY_CODEC[codecs.lookup("big5").name] = "Big5"
+_BY_CODEC[codecs.lookup("shift_jis").name] = "Shift_JIS"
+_BY_CODEC[codecs.lookup("euc_kr").name] = "EUC-KR"
 
 
 def name_of(label: str | None) -> str | None:
@@ -85,6 +92,15 @@ def name_of(label: str | None) -> str | None:
     if not label:
         return None
     return _BY_LABEL.get(label.strip("\t\n\f\r \"'").lower())
+
+
+def name_of_codec(codec: str) -> str | None:
+    """The encoding a Python codec name stands for (chardetng-py answers "cp874" for
+    windows-874, which Python does not know by that name), or None."""
+    try:
+        return _BY_CODEC.get(codecs.lookup(codec).name)
+    except LookupError:
+        return None
 
 
 def codec_of(name: str) -> str | None:

@@ -13,6 +13,7 @@ RUSSIAN = ("Москва - столица России, город федера�
            "федерального округа и центр Московской области, в состав которой не входит. ") * 3
 JAPANESE = ("日本語の文章です。東京は日本の首都であり、世界有数の大都市である。ひらがなとカタカナと漢字を"
             "使って書かれている。") * 3
+THAI = "กรุงเทพมหานครเป็นเมืองหลวงและนครที่มีประชากรมากที่สุดของประเทศไทย เป็นศูนย์กลางการปกครอง การศึกษา " * 3
 GREEK = "Η Αθήνα είναι η πρωτεύουσα και μεγαλύτερη πόλη της Ελλάδας, με ιστορία τριών χιλιάδων ετών. " * 3
 
 
@@ -112,6 +113,7 @@ def test_it_looks_past_1024_bytes_only_while_in_the_head():
 @pytest.mark.parametrize("text, codec, name", [
     (RUSSIAN, "cp1251", "windows-1251"), (RUSSIAN, "koi8-r", "KOI8-U"), (JAPANESE, "cp932", "Shift_JIS"),
     (JAPANESE, "euc-jp", "EUC-JP"), (GREEK, "cp1253", "windows-1253"),
+    (THAI, "cp874", "windows-874"),  # chardetng-py names it "cp874", Python's name
 ])
 def test_it_detects_the_encoding_of_a_page_that_declares_none(text, codec, name):
     # (Russian in KOI8-R is KOI8-U to chardetng: the two differ in Ukrainian letters only.)
