@@ -69,8 +69,9 @@ def read_sitemap(body: bytes, max_urls: int = 50_000, max_bytes: int = 50 * 1024
     """The URLs a sitemap lists: XML (urlset or sitemapindex) or text, gzip or not;
     `charset`: the Content-Type's (decoding rules: indexer/decoding.py)."""
     body, cut = gunzip(body, max_bytes)
-    start = body.lstrip()[:1]
-    if start == b"<" or body.startswith((b"\xff\xfe", b"\xfe\xff")):
+    mark = decoding.sniff_bom(body)
+    start = mark.decode(body[:64]).lstrip()[:1] if mark else body.lstrip()[:1].decode("latin-1")
+    if start == "<":
         source = _read_xml(body, max_urls, charset)
     else:
         source = _read_text(body, max_urls, charset)

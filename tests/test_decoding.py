@@ -193,3 +193,25 @@ def test_a_10_mb_page_without_declaration_shows_the_detector_a_bounded_window(mo
 def test_an_ascii_preamble_does_not_hide_the_text_from_the_detector():
     body = page("<!-- " + "ascii " * 20_000 + " -->" + RUSSIAN).encode("cp1251")
     assert choose(body).encoding == "windows-1251"
+
+
+# --- sitemaps, feeds and plain text get the same rules
+
+def test_a_feed_is_read_in_the_encoding_a_browser_would_choose():
+    from indexer.linksources import read_feed, read_sitemap
+
+    rss = ('<?xml version="1.0" encoding="iso-8859-1"?><rss><channel><item><link>http://h.test/€uro</link>'
+           "</item></channel></rss>").encode("cp1252")
+    assert read_feed(rss).links == ["http://h.test/€uro"]  # ISO-8859-1 is windows-1252: 0x80 is €
+    koi8 = ('<?xml version="1.0" encoding="utf-8"?><urlset><url><loc>http://h.test/Москва</loc></url>'
+            "</urlset>").encode("koi8-r")
+    assert read_sitemap(koi8, charset="koi8-r").links == ["http://h.test/Москва"]  # HTTP over the declaration
+    assert read_sitemap("\ufeffhttp://h.test/Straße\n".encode("utf-16-le")).links == ["http://h.test/Straße"]
+
+
+def test_plain_text_defaults_to_utf8_and_detects_what_plainly_is_not():
+    from indexer.gemtext import decode_text
+
+    assert decode_text("Grüße\n".encode())[1] == decoding.Decision("UTF-8", DEFAULT)
+    text, chosen = decode_text(RUSSIAN.encode("cp1251"))
+    assert (text, chosen.encoding, chosen.source) == (RUSSIAN, "windows-1251", DETECTED)
