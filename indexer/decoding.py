@@ -90,9 +90,9 @@ def decode(body: bytes, http_charset: str | None = None, *, kind: str = "html",
 
 
 def _unless_broken_utf8(body: bytes, decision: Decision, tld: str) -> Decision:
-    """A page declared UTF-8 with more invalid UTF-8 sequences than valid non-ASCII
-    characters goes to the detector (a few stray bytes in a UTF-8 page, mixed encodings,
-    stay UTF-8 with U+FFFD for them)."""
+    """A page declared UTF-8 whose detector window is not UTF-8 and which has more invalid
+    UTF-8 sequences than valid non-ASCII characters goes to the detector (a few stray bytes
+    in a UTF-8 page, mixed encodings, stay UTF-8 with U+FFFD for them)."""
     if decision.encoding != UTF8 or _mostly_utf8(body):
         return decision
     return detect(body, tld)
@@ -102,11 +102,9 @@ _NON_ASCII = re.compile(rb"[\x80-\xff]")
 
 
 def _mostly_utf8(body: bytes) -> bool:
-    try:
-        body.decode("utf-8")
-        return True
-    except UnicodeDecodeError:
-        pass
+    window, last = detector_window(body)
+    if window is None or _is_utf8(window, last):
+        return True  # what the detector would see is UTF-8 (later stray bytes become U+FFFD)
     text = body.decode("utf-8", errors="replace")
     bad = text.count("\ufffd")
     return len(text) - len(text.encode("ascii", errors="ignore")) >= 2 * bad  # as many good as bad
@@ -169,15 +167,38 @@ _HEAD_TAGS = frozenset({b"html", b"head", b"meta", b"link", b"title", b"base", b
                         b"object", b"template"})
 _RAW_TEXT_END = {b"script": re.compile(rb"</script", re.I), b"style": re.compile(rb"</style", re.I),
                  b"title": re.compile(rb"</title", re.I)}
-_HAS_META = re.compile(rb"<meta", re.I)
+_META_START = re.compile(rb"<meta[\t\n\f\r /]", re.I)
 
 
 def prescan(body: bytes) -> str | None:
     """The encoding a <meta> names (spec rules for `charset`, `http-equiv` + `content`,
-    UTF-16 -> UTF-8, x-user-defined -> windows-1252), or None."""
+    UTF-16 -> UTF-8, x-user-defined -> windows-1252), or None.
+
+    The quick path looks at each "<meta" of the first 1024 bytes that no comment holds (a
+    page's tags cost nothing to pass over); only a page with a "<meta" past them is walked
+    tag by tag (the head rule needs the tags). The quick path differs from the spec's walk
+    only for "<meta" written inside another tag's quoted attribute value."""
     head = body[:META_SCAN_BYTES]
-    if not _HAS_META.search(head):
-        return None
+    for candidate in _META_START.finditer(head):
+        start = candidate.start()
+        if start >= PRESCAN_BYTES:
+            return _walk(head)
+        if _in_comment(head, start):
+            continue
+        token = _TOKEN.match(head, start)
+        found = _meta_encoding(token.group(3)) if token and token.group(3) is not None else None
+        if found:
+            return found
+    return None
+
+
+def _in_comment(head: bytes, position: int) -> bool:
+    opened = head.rfind(b"<!--", 0, position)
+    return opened >= 0 and head.find(b"-->", opened + 2, position) < 0
+
+
+def _walk(head: bytes) -> str | None:
+    """The prescan tag by tag: the spec's within PRESCAN_BYTES, the head rule past them."""
     pos = 0
     while True:
         start = head.find(b"<", pos)
