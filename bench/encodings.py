@@ -3,7 +3,7 @@ judge what was stored: per script and per declaration, the pages whose stored te
 right (at least 90 % of the expected characters found in order), how each was decoded,
 and what decoding and parsing cost per page (issue 53).
 
-    python -m bench.encodings [--languages ru ja ...]
+    python -m bench.encodings [--languages ru ja ...] [--real DIR] [--cost-only]
 
 It crawls into a fresh SQLite database under var/bench-encodings/ and reads the documents
 back through `manage.py export documents`; the cost is measured in this process on the
@@ -72,11 +72,38 @@ def cost_per_page(bodies: list[tuple[bytes, str | None, str]]) -> tuple[float, f
     return best(decode), best(lambda body, charset, url: parse_html(body, url, charset))
 
 
+def print_cost(languages, real: str = "") -> None:
+    """The cost table: per declaration, CPU ms per page of decoding and of parse_html; with
+    `real`, a directory of real UTF-8 HTML pages (each with its <meta charset>), those too,
+    served with and without the charset in HTTP (the typical page of today's web)."""
+    groups = defaultdict(list)
+    for path in sorted(Path(real).glob("*.html")) if real else ():
+        body = path.read_bytes()
+        groups["real UTF-8, meta"].append((body, None, f"http://real.test/{path.name}"))
+        groups["real UTF-8, http + meta"].append((body, "utf-8", f"http://real.test/{path.name}"))
+    for language in languages:
+        for path in legacy.paths(language):
+            body, content_type = legacy.render(language, path)
+            groups[legacy.case_of(path)[1]].append((body, content_type.partition("charset=")[2] or None,
+                                                    f"http://{language}.test{path}"))
+    print("| declaration | pages | mean bytes | decoding ms/page | parse_html ms/page (decoding included) |\n"
+          "|---|---|---|---|---|")
+    for declaration, bodies in sorted(groups.items()):
+        decode_ms, parse_ms = cost_per_page(bodies)
+        print(f"| {declaration} | {len(bodies)} | {sum(len(b) for b, _, _ in bodies) // len(bodies)} | "
+              f"{decode_ms:.3f} | {parse_ms:.3f} |")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--languages", nargs="*", default=list(legacy.LANGUAGES))
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--cost-only", action="store_true", help="only the cost per page (no crawl)")
+    parser.add_argument("--real", default="", help="a directory of real UTF-8 HTML pages to cost too")
     args = parser.parse_args(argv)
+    if args.cost_only:
+        print_cost(args.languages, args.real)
+        return 0
     (ROOT / "var").mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(dir=ROOT / "var", prefix="bench-encodings-") as tmp, \
             legacy.legacy_web(languages=args.languages) as web:
@@ -85,12 +112,8 @@ def main(argv=None) -> int:
         elapsed = time.monotonic() - started
         pages = web.pages()
         by_script, by_declaration, sources, wrong = defaultdict(Counter), defaultdict(Counter), Counter(), []
-        bodies = []
         for language, url, path in pages:
             encoding, declaration, n = legacy.case_of(path)
-            body, content_type = legacy.render(language, path)
-            charset = content_type.partition("charset=")[2] or None
-            bodies.append((body, charset, url))
             document = documents.get(url)
             ok = document is not None and right_share(document["text"], legacy.expected_text(language, n)) >= RIGHT
             script = legacy.LANGUAGES[language][0]
@@ -102,7 +125,6 @@ def main(argv=None) -> int:
             if not ok:
                 wrong.append(f"{language} {encoding}/{declaration}/{n}: "
                              f"{document.get('encoding', '?') if document else 'not stored'}")
-        decode_ms, parse_ms = cost_per_page(bodies)
     total = sum(c["right"] for c in by_script.values())
     print(f"{len(pages)} pages on {len(web.base)} sites, crawled in {elapsed:.1f} s; stored text right "
           f"(>= {RIGHT:.0%} of its characters): {total}/{len(pages)} ({100 * total / len(pages):.1f} %)\n")
@@ -113,9 +135,8 @@ def main(argv=None) -> int:
         print()
     print("how pages were decoded (encoding_source, declaration): "
           + ", ".join(f"{s}/{d} {n}" for (s, d), n in sorted(sources.items())))
-    print(f"\ncost per page, CPU ms (the best of 5 passes over the {len(bodies)} pages, "
-          f"{sum(len(b) for b, _, _ in bodies) // len(bodies)} bytes mean): decoding {decode_ms:.3f}, "
-          f"parse_html (decoding included) {parse_ms:.3f}")
+    print()
+    print_cost(args.languages, args.real)
     if wrong:
         print(f"\nwrong ({len(wrong)}): " + "; ".join(wrong[:40]))
     return 0
