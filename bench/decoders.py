@@ -19,7 +19,6 @@ first non-ASCII byte); ms/page is its CPU time on that window.
 import argparse
 import gettext
 import glob
-import os
 import re
 import time
 from collections import defaultdict
