@@ -131,7 +131,8 @@ def main(argv=None) -> int:
     for title, table in (("script", by_script), ("declaration", by_declaration)):
         print(f"| {title} | pages | stored text right |\n|---|---|---|")
         for key, counts in sorted(table.items()):
-            print(f"| {key} | {counts['pages']} | {counts['right']} ({100 * counts['right'] / counts['pages']:.0f} %) |")
+            share = 100 * counts["right"] / counts["pages"]
+            print(f"| {key} | {counts['pages']} | {counts['right']} ({share:.0f} %) |")
         print()
     print("how pages were decoded (encoding_source, declaration): "
           + ", ".join(f"{s}/{d} {n}" for (s, d), n in sorted(sources.items())))

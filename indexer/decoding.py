@@ -269,7 +269,8 @@ def _unquote(value: bytes) -> bytes:
     return value[1:-1] if len(value) >= 2 and value[:1] in (b'"', b"'") and value[-1:] == value[:1] else value
 
 
-_XML_DECLARATION = re.compile(rb"""<\?xml[\t\n\r ][^>]{0,200}?encoding[\t\n\r ]*=[\t\n\r ]*["']([A-Za-z0-9._:-]+)["']""")
+_XML_DECLARATION = re.compile(
+    rb"""<\?xml[\t\n\r ][^>]{0,200}?encoding[\t\n\r ]*=[\t\n\r ]*["']([A-Za-z0-9._:-]+)["']""")
 
 
 def xml_declared(body: bytes) -> str | None:
