@@ -145,8 +145,9 @@ def detector_window(body: bytes) -> tuple[bytes | None, bool]:
 
 
 def _tld_hint(tld: str) -> bytes | None:
+    """The host's last label for chardetng, or None (an IP address has no TLD)."""
     label = tld.rsplit(".", 1)[-1].lower() if tld else ""
-    return label.encode("ascii") if label.isascii() and label.isalnum() else None
+    return label.encode("ascii") if label.isascii() and label.isalnum() and not label.isdigit() else None
 
 
 # --- the meta prescan (HTML Standard 13.2.3.2, "prescan a byte stream to determine its encoding")

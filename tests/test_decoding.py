@@ -123,6 +123,11 @@ def test_it_detects_the_encoding_of_a_page_that_declares_none(text, codec, name)
     assert text_out == page(text)
 
 
+def test_the_hosts_top_level_domain_is_the_detectors_hint():
+    assert (decoding._tld_hint("www.example.co.jp"), decoding._tld_hint("h.RU")) == (b"jp", b"ru")
+    assert decoding._tld_hint("127.0.0.1") is None and decoding._tld_hint("") is None
+
+
 def test_it_detects_utf8_without_a_declaration():
     assert choose(page(JAPANESE).encode()) == decoding.Decision("UTF-8", DETECTED)
 
