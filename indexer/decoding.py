@@ -12,7 +12,8 @@ The order, first rule that gives a known encoding wins:
 4. `xml`: the `<?xml ... encoding="..."?>` declaration (XML, and XHTML served as HTML).
 5. `detected`: a page that declares nothing, or declares UTF-8 and is not (most of its
    non-ASCII bytes are no UTF-8), goes to the statistical detector (chardetng, Firefox's),
-   which sees at most DETECT_BYTES from the first non-ASCII byte; the TLD is its hint.
+   which sees at most DETECT_BYTES from the first non-ASCII byte; a country-code TLD is
+   its hint, else the page's `<html lang>`.
 6. `default`: nothing to detect (the page is ASCII, or empty): UTF-8; and UTF-8 for XML
    without a declaration and for plain text (Gemini's default), unless most of its
    non-ASCII bytes are no UTF-8 (then the detector decides).
@@ -121,7 +122,7 @@ def detect(body: bytes, tld: str = "") -> Decision:
         return Decision(UTF8, DETECTED)
     detector = chardetng_py.EncodingDetector()
     detector.feed(window, last=last)  # last=False: a character cut at the window's end is no error
-    guess = detector.guess(tld=_tld_hint(tld), allow_utf8=True)
+    guess = detector.guess(tld=_tld_hint(tld) or _lang_hint(body), allow_utf8=True)
     return Decision(encodings.name_of(guess) or encodings.name_of_codec(guess) or WINDOWS_1252, DETECTED)
 
 
@@ -145,9 +146,36 @@ def detector_window(body: bytes) -> tuple[bytes | None, bool]:
 
 
 def _tld_hint(tld: str) -> bytes | None:
-    """The host's last label for chardetng, or None (an IP address has no TLD)."""
+    """The host's country-code TLD for chardetng, or None: a generic TLD (.com, .org) says
+    nothing of a language, an IP address has no TLD."""
     label = tld.rsplit(".", 1)[-1].lower() if tld else ""
-    return label.encode("ascii") if label.isascii() and label.isalnum() and not label.isdigit() else None
+    return label.encode("ascii") if len(label) == 2 and label.isascii() and label.isalpha() else None
+
+
+# Where the host says nothing (a generic TLD, an address), the page's <html lang> stands in
+# for it (browsers do not do this): the country-code TLD of the language's legacy
+# encodings, for the languages whose encodings are not windows-1252's. A wrong lang="en"
+# (a template's) maps to nothing, so it costs nothing.
+_LANG_TLD = {
+    "ar": "sa", "fa": "ir", "ur": "pk", "he": "il", "iw": "il", "yi": "il", "el": "gr", "th": "th", "vi": "vn",
+    "tr": "tr", "az": "az", "ja": "jp", "ko": "kr", "zh": "cn", "ru": "ru", "uk": "ua", "be": "by", "bg": "bg",
+    "mk": "mk", "sr": "rs", "kk": "kz", "cs": "cz", "sk": "sk", "pl": "pl", "hu": "hu", "sl": "si", "hr": "hr",
+    "bs": "ba", "ro": "ro", "lt": "lt", "lv": "lv", "et": "ee", "is": "is",
+}
+_TRADITIONAL = {b"tw", b"hk", b"mo", b"hant"}
+_HTML_LANG = re.compile(rb"""<html\b[^>]{0,500}?[\t\n\f\r ]lang[\t\n\f\r ]*=[\t\n\f\r ]*["']?([A-Za-z]{2,3})"""
+                        rb"""(?:[-_]([A-Za-z]{2,4}))?""", re.I)
+
+
+def _lang_hint(body: bytes) -> bytes | None:
+    match = _HTML_LANG.search(body, 0, 2048)
+    if match is None:
+        return None
+    language, region = match.group(1).lower().decode("ascii"), (match.group(2) or b"").lower()
+    if language == "zh" and region in _TRADITIONAL:
+        return b"tw"
+    tld = _LANG_TLD.get(language)
+    return tld.encode("ascii") if tld else None
 
 
 # --- the meta prescan (HTML Standard 13.2.3.2, "prescan a byte stream to determine its encoding")

@@ -126,6 +126,17 @@ def test_it_detects_the_encoding_of_a_page_that_declares_none(text, codec, name)
 def test_the_hosts_top_level_domain_is_the_detectors_hint():
     assert (decoding._tld_hint("www.example.co.jp"), decoding._tld_hint("h.RU")) == (b"jp", b"ru")
     assert decoding._tld_hint("127.0.0.1") is None and decoding._tld_hint("") is None
+    assert decoding._tld_hint("example.com") is None  # a generic TLD says nothing
+
+
+def test_the_pages_html_lang_stands_in_for_a_tld_that_says_nothing():
+    assert decoding._lang_hint(b'<!DOCTYPE html><html class="x" lang="zh-Hant">') == b"tw"
+    assert decoding._lang_hint(b"<html lang=ru>") == b"ru" and decoding._lang_hint(b'<html lang="en-GB">') is None
+    assert decoding._lang_hint(b"<html><body lang=ja>") is None
+    # Hungarian in windows-1250 without a hint reads as windows-1252 (only its ő and ű differ).
+    hungarian = "Az árvíztűrő tükörfúrógép gyönyörű, de a főnök ősszel új kőbányát nyitott. " * 4
+    body = f'<html lang="hu"><body><p>{hungarian}</p></body></html>'.encode("cp1250")
+    assert decode(body, tld="example.com")[0] == body.decode("cp1250")
 
 
 def test_it_detects_utf8_without_a_declaration():
