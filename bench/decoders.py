@@ -3,6 +3,8 @@
     python -m bench.decoders /tmp/debian-data [--pages 6]
     python -m bench.decoders /tmp/debian-data --cost   # what the rules cost per page
 
+The other detectors: `pip install -r bench/decoders-requirements.txt`.
+
 The development set is built from Debian packages unpacked (dpkg-deb -x) into one
 directory: debian-reference-{de,es,fr,id,it,ja,pt,zh-cn,zh-tw}, debian-faq-{de,ja,ko,ru,
 zh-cn} (real HTML pages, their meta charset removed) and iso-codes (the translated names of

@@ -39,6 +39,12 @@ def test_it_takes_the_http_charset_over_the_meta_and_the_meta_over_the_detector(
     assert (decode(undeclared)[0], choose(undeclared).source) == (page(RUSSIAN), DETECTED)
 
 
+def test_it_takes_utf16_from_http_without_a_mark():
+    text, chosen = decode(page("Ελλάδα").encode("utf-16-le"), "utf-16")
+    assert (text, chosen.encoding, chosen.source) == (page("Ελλάδα"), "UTF-16LE", HTTP)
+    assert parse_html(page("Ελλάδα").encode("utf-16-le"), "http://h.test/", "utf-16").text == "Ελλάδα"
+
+
 def test_it_reads_the_xml_declaration_of_xml_and_of_xhtml_served_as_html():
     body = '<?xml version="1.0" encoding="windows-1253"?><html><body><p>ΑΘΗΝΑ</p></body></html>'.encode("cp1253")
     assert (choose(body, kind="xml").encoding, choose(body, kind="xml").source) == ("windows-1253", XML)
