@@ -34,7 +34,7 @@ BOM, HTTP, META, XML, DETECTED, DEFAULT = "bom", "http", "meta", "xml", "detecte
 SOURCES = (BOM, HTTP, META, XML, DETECTED, DEFAULT)
 PRESCAN_BYTES = 1024  # the HTML Standard's prescan
 META_SCAN_BYTES = 16 * 1024  # how far a meta in the head is still looked for (Chromium: the whole head)
-DETECT_BYTES = 8 * 1024  # what the detector sees at most (docs/encodings.md: 8 KB as right as 64 KB, 3x cheaper)
+DETECT_BYTES = 8 * 1024  # what the detector sees at most (docs/encodings.md: as right as 64 KB, a quarter the cost)
 
 
 @dataclass(frozen=True)

@@ -81,20 +81,25 @@ def _parser(encoding: str | None = None) -> etree.HTMLParser:
     return parser
 
 
-# A UTF-8 body goes to libxml2 as bytes (no str copy; libxml2 decodes it faster than lxml
-# takes a str) when that builds the very tree the str path below builds: no NUL, a document that starts (after ASCII spaces) with "<" but not with an
-# XML declaration. libxml2 turns each invalid byte into U+FFFD, but not always into as many
-# as Python's errors="replace", so a body with one (ERR_INVALID_ENCODING) takes the str path.
-# Other encodings take the str path: Python's decoders are the WHATWG's (libxml2's
-# iso-8859-1 is not windows-1252), and decoding in Python then parsing the str was as fast
-# as libxml2's iconv for every legacy encoding measured (docs/encodings.md).
+# A UTF-8 body (or an ASCII one in any encoding that reads ASCII as ASCII) goes to libxml2
+# as bytes (no str copy; libxml2 decodes it faster than lxml takes a str) when that builds
+# the very tree the str path below builds: no NUL, a document that starts (after ASCII
+# spaces) with "<" but not with an XML declaration. libxml2 turns each invalid byte into
+# U+FFFD, but not always into as many as Python's errors="replace", so a body with one
+# (ERR_INVALID_ENCODING) takes the str path. Other encodings take the str path: Python's
+# decoders are the WHATWG's (libxml2's iso-8859-1 is not windows-1252), and decoding in
+# Python then parsing the str was as fast as libxml2's iconv for every legacy encoding
+# measured (docs/encodings.md).
 _BYTES_START = re.compile(rb"[ \t\n\r\x0b\x0c\x1c-\x1f]*<(?!\?xml)")
 _INVALID_BYTES = (etree.ErrorTypes.ERR_INVALID_ENCODING,)
+# Encodings in which ASCII bytes are not (all) ASCII text.
+_NOT_ASCII_COMPATIBLE = frozenset({"UTF-16LE", "UTF-16BE", "UTF-32LE", "UTF-32BE", "ISO-2022-JP", "replacement"})
 
 
 def _parse_bytes(body: bytes, chosen: decoding.Decision):
     """The tree of `body` parsed as bytes, or False when the str path must parse it."""
-    if chosen.encoding != decoding.UTF8 or chosen.bom_length or b"\x00" in body or not _BYTES_START.match(body):
+    as_utf8 = chosen.encoding == decoding.UTF8 or (chosen.encoding not in _NOT_ASCII_COMPATIBLE and body.isascii())
+    if not as_utf8 or chosen.bom_length or b"\x00" in body or not _BYTES_START.match(body):
         return False
     parser = _parser("utf-8")
     try:

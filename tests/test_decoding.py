@@ -237,3 +237,12 @@ def test_plain_text_defaults_to_utf8_and_detects_what_plainly_is_not():
     assert decode_text("Grüße\n".encode())[1] == decoding.Decision("UTF-8", DEFAULT)
     text, chosen = decode_text(RUSSIAN.encode("cp1251"))
     assert (text, chosen.encoding, chosen.source) == (RUSSIAN, "windows-1251", DETECTED)
+
+
+def test_an_ascii_body_parses_alike_whatever_ascii_compatible_encoding_it_declares():
+    ascii_page = page("plain words", '<meta charset="iso-8859-1">').encode()
+    parsed = parse_html(ascii_page, "http://h.test/")
+    assert (parsed.text, parsed.encoding, parsed.encoding_source) == ("plain words", "windows-1252", "meta")
+    # ISO-2022-JP is all 7-bit bytes, yet not ASCII text: it is decoded, not read as ASCII.
+    jis = page("日本語のページ", '<meta charset="iso-2022-jp">').encode("iso2022_jp")
+    assert jis.isascii() and parse_html(jis, "http://h.test/").text == "日本語のページ"
