@@ -1,4 +1,4 @@
-"""The legacy web (bench/sampleweb/legacy.py) crawled through real HTTP: every page in its
+"""The legacy web (webs/sampleweb/legacy.py) crawled through real HTTP: every page in its
 legacy encoding, declared or not, is stored as its text, with the encoding it was decoded
 with and the rule that chose it (Document.encoding, .encoding_source), and exported so."""
 
@@ -7,8 +7,8 @@ from io import StringIO
 
 import pytest
 
-from bench.sampleweb import legacy
-from fetch.runners import run_embedded
+from webs.sampleweb import legacy
+from crawl.runners import run_embedded
 from frontier import service
 from frontier.normalize import normalize
 from indexer.models import Document
