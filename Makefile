@@ -12,7 +12,7 @@ DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup setup-browser replay-setup replay demo demo-distributed stack test test-postgres test-sqlite services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest bench-gemini bench-export
+.PHONY: setup setup-browser replay-setup replay demo demo-distributed stack test test-postgres test-sqlite services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest bench-gemini bench-export bench-encodings
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -99,6 +99,12 @@ bench-gemini: setup
 # Which pages first (issue 29): harvest of important pages, sitemaps, a mirror, a trap (~3 minutes).
 bench-harvest: setup
 	$(PY) -m bench.harvest
+
+# Pages in legacy encodings (issue 53): the legacy web crawled with `manage.py crawl`'s
+# defaults, stored text right per script and per declaration, and the decoding cost per
+# page (~5 minutes; docs/encodings.md).
+bench-encodings: setup
+	$(PY) -m bench.encodings
 
 # Known-item search quality on five Debian documentation packages (queries from their Sphinx
 # indexes): ours on SQLite and PostgreSQL beside tantivy and bm25s (installed into

@@ -21,7 +21,7 @@ _TIME = pa.timestamp("us", tz="UTC")  # Django's datetimes: aware, UTC, microsec
 DOCUMENT_SCHEMA = pa.schema([
     ("id", pa.int64()), ("frontier_url_id", pa.int64()), ("url", pa.string()), ("title", pa.string()),
     ("headings", pa.string()), ("text", pa.string()), ("status", pa.int64()), ("content_type", pa.string()),
-    ("size", pa.int64()), ("fetched_at", _TIME), ("content_hash", pa.string()), ("text_hash", pa.string()),
+    ("size", pa.int64()), ("encoding", pa.string()), ("encoding_source", pa.string()), ("fetched_at", _TIME), ("content_hash", pa.string()), ("text_hash", pa.string()),
     ("simhash", pa.int64()), ("indexed", pa.bool_()), ("noindex", pa.bool_()), ("duplicate_of_id", pa.int64()),
     ("warc_file", pa.string()), ("warc_offset", pa.int64()), ("warc_length", pa.int64()),
 ])

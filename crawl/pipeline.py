@@ -121,7 +121,8 @@ def analyse(result: http.FetchResult, queued: frontier.QueuedUrl) -> Analysis:
     try:
         if queued.kind != UrlKind.PAGE:  # a sitemap or feed: read for its links, never indexed
             page = indexer.prepare_source(queued.id, queued.url, status, result.content_type, result.body, body_hash,
-                                          _SOURCE_FORMATS[queued.kind], nested=queued.kind == UrlKind.NESTED_SITEMAP)
+                                          _SOURCE_FORMATS[queued.kind], nested=queued.kind == UrlKind.NESTED_SITEMAP,
+                                          charset=result.charset)
             analysis.page = page
             analysis.observation = Observation.CHANGED if queued.content_hash else Observation.FIRST
             return analysis

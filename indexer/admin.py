@@ -1,4 +1,3 @@
-import codecs
 from datetime import timezone as dt_timezone
 
 from django.conf import settings
@@ -14,6 +13,7 @@ from crawlerweb.adminkit import BigTableAdmin, ReadOnlyAdmin
 from archive import warc, replay
 from fetch import http
 
+from . import decoding
 from .models import Document
 
 # Shown in the page; the whole body is one click away as a download.
@@ -33,11 +33,11 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
     search_fields = ("address", "title")
     raw_id_fields = ("url", "duplicate_of")
     readonly_fields = ("url_link", "raw_link", "replay_link", "content_hash", "size", "status", "fetched_at",
-                       "warc_file", "warc_offset", "warc_length", "text")
+                       "encoding", "encoding_source", "warc_file", "warc_offset", "warc_length", "text")
     fieldsets = (
         (None, {"fields": ("url_link", "address", "title", "headings", "text")}),
         ("Response", {"fields": ("status", "content_type", "size", "fetched_at", "content_hash", "raw_link",
-                                 "replay_link")}),
+                                 "replay_link", "encoding", "encoding_source")}),
         ("Index", {"fields": ("indexed", "noindex", "duplicate_of")}),
         ("Archive", {"fields": ("warc_file", "warc_offset", "warc_length")}),
     )
@@ -118,13 +118,10 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
 
 
 def _preview(response: warc.ArchivedResponse) -> str:
+    """The start of the raw body, decoded as the crawl decoded the page (indexer/decoding.py)."""
     content_type = next((value for name, value in response.http_headers if name.lower() == "content-type"), "")
-    charset = http.charset_of(content_type) or "utf-8"
-    try:
-        codecs.lookup(charset)
-    except LookupError:
-        charset = "utf-8"  # a lying or unknown charset: show what we can
-    return response.body[:RAW_PREVIEW_BYTES].decode(charset, errors="replace")
+    kind = "html" if "html" in content_type.lower() else "text"
+    return decoding.decode(response.body[:RAW_PREVIEW_BYTES], http.charset_of(content_type), kind=kind)[0]
 
 
 def _attachment(content: bytes, content_type: str, filename: str) -> HttpResponse:

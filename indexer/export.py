@@ -7,7 +7,7 @@ from crawlerweb.paging import in_id_order
 from .models import Document
 
 DOCUMENT_COLUMNS = ("id", "url_id", "address", "title", "headings", "body", "status", "content_type", "size",
-                    "fetched_at", "content_hash", "url__text_hash", "url__simhash", "indexed", "noindex",
+                    "encoding", "encoding_source", "fetched_at", "content_hash", "url__text_hash", "url__simhash", "indexed", "noindex",
                     "duplicate_of_id", "warc_file", "warc_offset", "warc_length")
 _RENAMED = {"address": "url", "body": "text", "url__text_hash": "text_hash", "url__simhash": "simhash",
             "url_id": "frontier_url_id"}
@@ -15,7 +15,8 @@ _RENAMED = {"address": "url", "body": "text", "url__text_hash": "text_hash", "ur
 
 def document_rows(origin: str | None = None, batch: int = 500):
     """Every document (of one site's origin, if given) as a dict, in id order: url, title,
-    headings, text, status, content type, size, fetch time, content hash, text hash, SimHash,
+    headings, text, status, content type, size, how it was decoded (encoding and the rule
+    that chose it), fetch time, content hash, text hash, SimHash,
     whether indexed or noindex, what it duplicates, where its response is archived."""
     for row in in_id_order(_documents(origin), DOCUMENT_COLUMNS, batch):
         yield {_RENAMED.get(key, key): value for key, value in row.items()}

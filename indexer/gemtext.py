@@ -4,9 +4,11 @@ The format is line-oriented (gemini://geminiprotocol.net/docs/gemtext.gmi): each
 type is fixed by its first characters, so one pass over the lines parses a page.
 
 Choices:
-- Decoding: the `charset` parameter of the MIME type, else UTF-8 (the spec's default);
-  an unknown charset falls back to UTF-8; undecodable bytes become U+FFFD; a leading
-  byte-order mark is dropped, and so are NULs (PostgreSQL refuses them). Lines end at LF,
+- Decoding: a byte-order mark, else the `charset` parameter of the MIME type (labels as
+  the WHATWG Encoding Standard maps them; an unknown one is ignored), else UTF-8 (the
+  spec's default) when the bytes are UTF-8, else the detector's guess
+  (indexer/decoding.py); undecodable bytes become U+FFFD; the byte-order mark is dropped,
+  and so are NULs (PostgreSQL refuses them). Lines end at LF,
   a CR before it is dropped (CRLF and LF both work); no other character ends a line.
 - `=>` link lines: "=>", optional spaces or tabs, the URL up to the next space or tab,
   optional whitespace, the label (the rest, stripped). A link line without a URL is
@@ -60,12 +62,12 @@ over 1,000 parses, the best of six, of a page of paragraphs, links, list items, 
 code blocks and a FIGlet banner on top; parse_html takes 0.64 ms for 17 KB of HTML).
 """
 
-import codecs
 import re
 from collections import Counter
 
 from crawlerweb import stagetime
 
+from . import decoding
 from .parse import MAX_HEADINGS_CHARS, ParsedPage
 
 MAX_TITLE_CHARS = 500
@@ -79,18 +81,18 @@ _LINK_SPLIT = re.compile(r"[ \t]+")
 
 
 def decode(body: bytes, charset: str | None = None) -> str:
-    """The page as text: `charset` (else UTF-8, and UTF-8 when it is unknown), errors
-    replaced, without a byte-order mark or NULs."""
-    encoding = "utf-8"
-    if charset:
-        try:
-            encoding = codecs.lookup(charset.strip().strip('"\'')).name
-        except LookupError:
-            pass
-    text = body.decode(encoding, errors="replace")
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    return text.replace("\x00", "") if "\x00" in text else text
+    """The page as text, without a byte-order mark or NULs (decode_text)."""
+    return decode_text(body, charset)[0]
+
+
+def decode_text(body: bytes, charset: str | None = None) -> tuple[str, decoding.Decision]:
+    """The page as text and how it was decoded: a byte-order mark, else `charset`, else
+    UTF-8 (Gemini's default) when the bytes are UTF-8, else the detector's guess
+    (indexer/decoding.py, kind "text"); errors replaced, without NULs."""
+    text, chosen = decoding.decode(body, charset, kind="text")
+    return (text.replace("\x00", "") if "\x00" in text else text), chosen
+
+
 
 
 def looks_like_art(lines: list[str]) -> bool:
@@ -153,7 +155,8 @@ class _Text:
 def parse_gemtext(body: bytes, url: str, charset: str | None = None, *,
                   max_links: int = 1000, max_chars: int = 200_000) -> ParsedPage:
     """Parse a text/gemini body (the module docstring has the rules)."""
-    page = ParsedPage(base=url)
+    decoded, chosen = decode_text(body, charset)
+    page = ParsedPage(base=url, encoding=chosen.encoding, encoding_source=chosen.source)
     text = _Text(max_chars)
     headings: list[str] = []
     headings_chars = 0
@@ -172,7 +175,7 @@ def parse_gemtext(body: bytes, url: str, charset: str | None = None, *,
             for code in block:
                 text.add(code)
 
-    for line in decode(body, charset).split("\n"):
+    for line in decoded.split("\n"):
         if line.endswith("\r"):
             line = line[:-1]
         if block is not None:

@@ -24,6 +24,8 @@ from lxml import etree
 
 from crawlerweb import stagetime
 
+from . import decoding, encodings
+
 SITEMAP, SITEMAP_INDEX, FEED, TEXT_SITEMAP = "sitemap", "sitemap_index", "feed", "text_sitemap"
 MAX_URL_CHARS = 2048
 _GZIP_MAGIC = b"\x1f\x8b"
@@ -62,31 +64,36 @@ def _local(tag) -> str:
 
 
 @stagetime.timed("parse")
-def read_sitemap(body: bytes, max_urls: int = 50_000, max_bytes: int = 50 * 1024 * 1024) -> LinkSource:
-    """The URLs a sitemap lists: XML (urlset or sitemapindex) or text, gzip or not."""
+def read_sitemap(body: bytes, max_urls: int = 50_000, max_bytes: int = 50 * 1024 * 1024,
+                 charset: str | None = None) -> LinkSource:
+    """The URLs a sitemap lists: XML (urlset or sitemapindex) or text, gzip or not;
+    `charset`: the Content-Type's (decoding rules: indexer/decoding.py)."""
     body, cut = gunzip(body, max_bytes)
-    start = body.lstrip()[:1]
-    if start == b"<":
-        source = _read_xml(body, max_urls)
+    mark = decoding.sniff_bom(body)
+    start = mark.decode(body[:64]).lstrip()[:1] if mark else body.lstrip()[:1].decode("latin-1")
+    if start == "<":
+        source = _read_xml(body, max_urls, charset)
     else:
-        source = _read_text(body, max_urls)
+        source = _read_text(body, max_urls, charset)
     source.truncated |= cut
     return source
 
 
 @stagetime.timed("parse")
-def read_feed(body: bytes, max_urls: int = 50_000, max_bytes: int = 50 * 1024 * 1024) -> LinkSource:
+def read_feed(body: bytes, max_urls: int = 50_000, max_bytes: int = 50 * 1024 * 1024,
+              charset: str | None = None) -> LinkSource:
     """The item links of an RSS or Atom feed."""
     body, cut = gunzip(body, max_bytes)
-    source = _read_xml(body, max_urls)
+    source = _read_xml(body, max_urls, charset)
     source.truncated |= cut
     return source
 
 
-def _read_text(body: bytes, max_urls: int) -> LinkSource:
-    """sitemaps.org's text format: one absolute URL per line, UTF-8."""
+def _read_text(body: bytes, max_urls: int, charset: str | None = None) -> LinkSource:
+    """sitemaps.org's text format: one absolute URL per line, UTF-8 (unless the
+    Content-Type or a byte-order mark says otherwise)."""
     source = LinkSource(TEXT_SITEMAP)
-    for line in body.decode("utf-8", errors="replace").splitlines():
+    for line in decoding.decode(body, charset, kind="text")[0].splitlines():
         line = line.strip()
         if line.lower().startswith(("http://", "https://")) and len(line) <= MAX_URL_CHARS:
             if len(source.links) >= max_urls:
@@ -100,10 +107,28 @@ def _read_text(body: bytes, max_urls: int) -> LinkSource:
     return source
 
 
-def _read_xml(body: bytes, max_urls: int) -> LinkSource:
+# libxml2's names where they are not the WHATWG's (decoders as indexer/encodings.py picks them).
+_LIBXML_NAMES = {"GBK": "GB18030", "Shift_JIS": "CP932", "EUC-KR": "CP949", "Big5": "BIG5-HKSCS",
+                 "ISO-8859-8-I": "ISO-8859-8"}
+
+
+def _xml_encoding(body: bytes, charset: str | None) -> str | None:
+    """The encoding libxml2 is told to read the document in, as a browser would decide it
+    (the HTTP charset over the XML declaration, labels as the WHATWG maps them: ISO-8859-1
+    is windows-1252); None where libxml2's own reading is that (a byte-order mark) or it
+    knows no such decoder."""
+    chosen = decoding.choose(body, charset, kind="xml")
+    if chosen.source == decoding.BOM or chosen.encoding in (encodings.REPLACEMENT, encodings.X_USER_DEFINED,
+                                                            "x-mac-cyrillic"):
+        return None
+    return _LIBXML_NAMES.get(chosen.encoding, chosen.encoding)
+
+
+def _read_xml(body: bytes, max_urls: int, charset: str | None = None) -> LinkSource:
     source = LinkSource()
     events = etree.iterparse(io.BytesIO(body), events=("start", "end"), resolve_entities=False, load_dtd=False,
-                             no_network=True, huge_tree=False, remove_comments=True, remove_pis=True)
+                             no_network=True, huge_tree=False, remove_comments=True, remove_pis=True,
+                             encoding=_xml_encoding(body, charset))
     depth = 0
     try:
         for event, el in events:

@@ -1,14 +1,14 @@
 """HTML -> title, headings, visible text, links and robots directives, with lxml.
 
-Decoding: the HTTP charset wins, then a <meta charset> in the first 4 KB, then UTF-8;
-undecodable bytes become U+FFFD rather than failing (lying charsets are common).
+Decoding: as browsers decode (indexer/decoding.py: BOM, HTTP charset, meta prescan, XML
+declaration, then a detector); undecodable bytes become U+FFFD rather than failing. The
+page records the encoding and the rule that chose it.
 Links: <a>/<area> href as written, with the document's base URL (<base href> when present,
 resolved as browsers do); rel=nofollow links are dropped; meta robots nofollow drops them
 all. The frontier resolves each link against the base and canonicalizes it in one step
 (frontier.normalize, a WHATWG parser), so a link is parsed once.
 """
 
-import codecs
 import re
 import threading
 from dataclasses import dataclass, field
@@ -18,9 +18,10 @@ from lxml import etree
 
 from crawlerweb import stagetime
 
+from . import decoding
+
 # Characters XML 1.0 does not allow; lxml refuses them in text set from Python.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
-_META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)""", re.I)
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 MAX_HEADINGS_CHARS = 10_000
 FEED_TYPES = ("application/rss+xml", "application/atom+xml", "application/rdf+xml")
@@ -49,21 +50,8 @@ class ParsedPage:
     # sidebars): (start, end) character ranges, in order. Snippets skip them; the index
     # does not (indexer/snippets.py).
     boilerplate: list[tuple[int, int]] = field(default_factory=list)
-
-
-def choose_encoding(body: bytes, http_charset: str | None) -> str:
-    for candidate in (http_charset, _meta_charset(body)):
-        if candidate:
-            try:
-                return codecs.lookup(candidate).name
-            except LookupError:
-                continue
-    return "utf-8"
-
-
-def _meta_charset(body: bytes) -> str | None:
-    match = _META_CHARSET.search(body[:4096])
-    return match.group(1).decode("ascii") if match else None
+    encoding: str = ""  # the WHATWG name of the encoding the bytes were decoded with
+    encoding_source: str = ""  # the rule that chose it (decoding.SOURCES)
 
 
 # XPath's normalize-space() collapses whitespace runs in C: about 4x faster on a 25 KB page
@@ -93,28 +81,32 @@ def _parser(encoding: str | None = None) -> etree.HTMLParser:
     return parser
 
 
-# The body goes to libxml2 as bytes (no str copy; libxml2 decodes it faster than lxml takes a
-# str) when that builds the very tree the str path below builds: a codec libxml2 decodes as
-# Python does, no NUL, a document that starts (after ASCII spaces) with "<" but not with an
-# XML declaration. libxml2 turns each invalid byte into U+FFFD, but not always into as many
-# as Python's errors="replace", so a body with one (ERR_INVALID_ENCODING) takes the str path.
+# A UTF-8 body (or an ASCII one in any encoding that reads ASCII as ASCII) goes to libxml2
+# as bytes (no str copy; libxml2 decodes it faster than lxml takes a str) when that builds
+# the very tree the str path below builds: no NUL, a document that starts (after ASCII
+# spaces) with "<" but not with an XML declaration. libxml2 turns each invalid byte into
+# U+FFFD, but not always into as many as Python's errors="replace", so a body with one
+# (ERR_INVALID_ENCODING) takes the str path. Other encodings take the str path: Python's
+# decoders are the WHATWG's (libxml2's iso-8859-1 is not windows-1252), and decoding in
+# Python then parsing the str was as fast as libxml2's iconv for every legacy encoding
+# measured (docs/encodings.md).
 _BYTES_START = re.compile(rb"[ \t\n\r\x0b\x0c\x1c-\x1f]*<(?!\?xml)")
-_LIBXML_CODECS = {"utf-8": "utf-8", "ascii": "utf-8", "iso8859-1": "iso-8859-1"}  # codecs.lookup() names
 _INVALID_BYTES = (etree.ErrorTypes.ERR_INVALID_ENCODING,)
+# Encodings in which ASCII bytes are not (all) ASCII text.
+_NOT_ASCII_COMPATIBLE = frozenset({"UTF-16LE", "UTF-16BE", "UTF-32LE", "UTF-32BE", "ISO-2022-JP", "replacement"})
 
 
-def _parse_bytes(body: bytes, encoding: str):
+def _parse_bytes(body: bytes, chosen: decoding.Decision):
     """The tree of `body` parsed as bytes, or False when the str path must parse it."""
-    codec = _LIBXML_CODECS.get(encoding)
-    if codec is None or (encoding == "ascii" and not body.isascii()) or b"\x00" in body \
-            or not _BYTES_START.match(body):
+    as_utf8 = chosen.encoding == decoding.UTF8 or (chosen.encoding not in _NOT_ASCII_COMPATIBLE and body.isascii())
+    if not as_utf8 or chosen.bom_length or b"\x00" in body or not _BYTES_START.match(body):
         return False
-    parser = _parser(codec)
+    parser = _parser("utf-8")
     try:
         doc = etree.fromstring(body, parser)
     except (etree.ParserError, etree.XMLSyntaxError, ValueError):
         doc = None
-    if codec == "utf-8" and parser.error_log.filter_types(_INVALID_BYTES):
+    if parser.error_log.filter_types(_INVALID_BYTES):
         return False
     return doc
 
@@ -196,11 +188,11 @@ def _unmark(marked: str) -> tuple[str, list[tuple[int, int]]]:
 @stagetime.timed("parse")
 def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
                max_links: int = 1000, max_chars: int = 200_000) -> ParsedPage:
-    page = ParsedPage()
-    encoding = choose_encoding(body, http_charset)
-    doc = _parse_bytes(body, encoding)
+    chosen = decoding.choose(body, http_charset, tld=_host_of(url))
+    page = ParsedPage(encoding=chosen.encoding, encoding_source=chosen.source)
+    doc = _parse_bytes(body, chosen)
     if doc is False:
-        text = body.decode(encoding, errors="replace")
+        text = chosen.decode(body)
         # lxml rejects str input with an XML declaration naming an encoding; it carries no
         # information once decoded.
         text = _XML_DECLARATION.sub("", text, count=1).replace("\x00", "")  # lxml and PostgreSQL refuse NUL
@@ -304,6 +296,12 @@ def header_directives(value: str, token: str) -> tuple[bool, bool]:
         noindex |= directive in ("noindex", "none")
         nofollow |= directive in ("nofollow", "none")
     return noindex, nofollow
+
+
+def _host_of(url: str) -> str:
+    """The host of a URL, cheaply (the detector only wants its last label)."""
+    rest = url.partition("//")[2]
+    return rest.partition("/")[0].partition(":")[0] if rest else ""
 
 
 def _safe_join(base: str, href: str) -> str:

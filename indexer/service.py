@@ -31,7 +31,7 @@ from frontier.vocabulary import Observation, PageDetail
 from . import bulk, linksources, neardup, pagelinks, paging, snippets, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint, words_moved
-from .gemtext import decode as decode_text
+from .gemtext import decode_text
 from .gemtext import parse_gemtext
 from .export import document_count, document_rows  # noqa: F401  (the indexer's public interface)
 from .linksources import LinkSource
@@ -142,7 +142,9 @@ def parse_page(url: str, content_type: str, charset: str | None, body: bytes, ro
         parsed = parse_gemtext(body, url, charset, **limits)
     elif url.startswith("gemini://") and content_type.startswith("text/"):
         # Geminispace's other text (text/plain, text/markdown …): indexed as it is.
-        parsed = ParsedPage(text=decode_text(body, charset)[:limits["max_chars"]], base=url)
+        text, chosen = decode_text(body, charset)
+        parsed = ParsedPage(text=text[:limits["max_chars"]], base=url, encoding=chosen.encoding,
+                            encoding_source=chosen.source)
     else:
         return None
     noindex, nofollow = header_directives(robots_header, robots_token) if robots_header else (False, False)
@@ -153,11 +155,13 @@ def parse_page(url: str, content_type: str, charset: str | None, body: bytes, ro
 
 
 def prepare_source(url_id: int, url: str, status: int, content_type: str, body: bytes, body_hash: str,
-                   kind: str, nested: bool = False) -> PreparedPage:
+                   kind: str, nested: bool = False, charset: str | None = None) -> PreparedPage:
     """Read a sitemap (kind "sitemap") or a feed ("feed") for its links; no database access.
     `nested`: a sitemap a sitemap index listed, whose own index entries are not followed
-    (sitemaps.org allows one level)."""
-    limits = {"max_urls": settings.CRAWLER_SITEMAP_MAX_URLS, "max_bytes": settings.CRAWLER_SITEMAP_MAX_BYTES}
+    (sitemaps.org allows one level). `charset`: the response's Content-Type charset.
+    """
+    limits = {"max_urls": settings.CRAWLER_SITEMAP_MAX_URLS, "max_bytes": settings.CRAWLER_SITEMAP_MAX_BYTES,
+              "charset": charset}
     source = linksources.read_feed(body, **limits) if kind == linksources.FEED else \
         linksources.read_sitemap(body, **limits)
     if nested and source.kind == linksources.SITEMAP_INDEX:
@@ -261,7 +265,7 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
         ids = bulk.upsert_documents([
             (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p),
              snippets.encode_spans(p.parsed.boilerplate), p.content_hash, p.content_type,
-             p.status, p.size, p.parsed.noindex, not (p.parsed.noindex or p.canonical), _fetched_at(p, now),
+             p.parsed.encoding, p.parsed.encoding_source, p.status, p.size, p.parsed.noindex, not (p.parsed.noindex or p.canonical), _fetched_at(p, now),
              *_warc_fields(p.archived), None)
             for p in html])
         claims = {}

@@ -184,7 +184,7 @@ def archived_document(warc_dir, web, db):
     service.add_urls([service.Candidate(url)])
     return Document.objects.create(
         url=Url.objects.get(url=url), address=url, title="lying", content_hash=hashlib.sha256(result.body).hexdigest(),
-        warc_file=location.filename, warc_offset=location.offset, warc_length=location.length,
+        encoding="windows-1252", encoding_source="detected", warc_file=location.filename, warc_offset=location.offset, warc_length=location.length,
     ), result
 
 
@@ -193,13 +193,17 @@ def test_the_admin_links_a_document_to_its_raw_response(admin_client, archived_d
     document, result = archived_document
     raw = reverse("admin:indexer_document_raw", args=[document.id])
     assert raw.encode() in admin_client.get(reverse("admin:indexer_document_changelist")).content
-    assert raw.encode() in admin_client.get(reverse("admin:indexer_document_change", args=[document.id])).content
+    change = admin_client.get(reverse("admin:indexer_document_change", args=[document.id])).content.decode()
+    assert raw in change
+    # How the page was decoded (issue 53), on the document's page.
+    assert "windows-1252" in change and "detected" in change
     page = admin_client.get(raw)
     assert page.status_code == 200
     text = page.content.decode()
     assert "HTTP/1.1 200 OK" in text and "WARC-Payload-Digest" in text and document.warc_file in text
-    # The header said UTF-8 and the bytes are cp1252: the preview shows what can be shown, escaped.
-    assert "&lt;title&gt;Caf\ufffd lying&lt;/title&gt;" in text and "<title>Caf" not in text
+    # The header said UTF-8 and the bytes are cp1252: the preview decodes them as the crawl
+    # did (the detector reads them), escaped.
+    assert "&lt;title&gt;Caf\u00e9 lying&lt;/title&gt;" in text and "<title>Caf" not in text
 
 
 @pytest.mark.django_db

@@ -1,7 +1,7 @@
 import pytest
 
 from frontier.normalize import normalize
-from indexer.parse import choose_encoding, parse_html
+from indexer.parse import parse_html
 
 
 def resolved(page):
@@ -64,9 +64,11 @@ def test_it_decodes_with_header_then_meta_then_utf8():
     assert parse_html(latin, "http://h.test/", "iso-8859-1").title == "caf\u00e9"
     meta = b'<meta charset="iso-8859-1">' + latin
     assert parse_html(meta, "http://h.test/").title == "caf\u00e9"
-    # lying header: bytes that are not UTF-8 are replaced, not fatal
-    assert "\ufffd" in parse_html(latin, "http://h.test/", "utf-8").title
-    assert choose_encoding(b"", "no-such-charset") == "utf-8"
+    # a header that says UTF-8 over bytes that are not: the detector reads them (issue 53)
+    lying = parse_html(latin, "http://h.test/", "utf-8")
+    assert (lying.title, lying.encoding, lying.encoding_source) == ("caf\u00e9", "windows-1252", "detected")
+    unknown = parse_html(b"<title>plain</title>", "http://h.test/", "no-such-charset")
+    assert (unknown.title, unknown.encoding, unknown.encoding_source) == ("plain", "UTF-8", "default")
 
 
 def test_it_caps_links_and_text():
