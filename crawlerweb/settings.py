@@ -735,3 +735,11 @@ CRAWLER_CRAWL_DEFER_AFTER = envfloat("CRAWLER_CRAWL_DEFER_AFTER", 60.0)
 # its engine), so this never fires in practice; if it did, a prefork child and every
 # session it holds would be killed (their leases expire and nothing is lost).
 CELERY_TASK_TIME_LIMIT = int(CRAWLER_LEASE_SECONDS) + 60
+
+# --- PDFs (issue 54) ---
+# A PDF is read up to this many pages (its text, title and link annotations; the rest of
+# the file is archived, not indexed). docs/pdf.md.
+CRAWLER_PDF_MAX_PAGES = envint("CRAWLER_PDF_MAX_PAGES", 200, minimum=1)
+# Each parse process's data memory (RLIMIT_DATA, bytes): a page needing more (a PDF
+# decompression bomb) ends the process, which is replaced, and settles the URL. 0: no limit.
+CRAWLER_PARSE_MEMORY_LIMIT = envint("CRAWLER_PARSE_MEMORY_LIMIT", 1024 * 1024 * 1024, minimum=0)
