@@ -47,9 +47,10 @@ def outlinks(url: str, parsed) -> list[str]:
 
 
 def archived_outlinks(url: str, warc_file: str, warc_offset: int | None, warc_length: int | None) -> list[str] | None:
-    """The outlinks of the page `url` whose response is archived at (file, offset, length):
-    [] for a body that is not HTML, None when the record cannot be read back here (archiving
-    was off, or the file is on another machine or gone: fetch/warc.read_response)."""
+    """The outlinks of the page `url` whose response is archived at (file, offset, length)
+    (a PDF's: its link annotations): [] for a body that is neither HTML nor a readable PDF,
+    None when the record cannot be read back here (archiving was off, or the file is on
+    another machine or gone: archive/warc.read_response)."""
     if not warc_file or warc_offset is None or warc_length is None:
         return None
     try:
@@ -58,8 +59,11 @@ def archived_outlinks(url: str, warc_file: str, warc_offset: int | None, warc_le
         return None
     headers = _merged(response.http_headers)
     content_type = headers.get("content-type", "")
-    parsed = indexer.parse_page(url, content_type.split(";")[0].strip().lower(), http.charset_of(content_type),
-                                response.body, headers.get("x-robots-tag", ""), robots.product_token())
+    try:
+        parsed = indexer.parse_page(url, content_type.split(";")[0].strip().lower(), http.charset_of(content_type),
+                                    response.body, headers.get("x-robots-tag", ""), robots.product_token())
+    except indexer.PdfProblem:  # a PDF that cannot be read has no links to give
+        return []
     return outlinks(url, parsed) if parsed is not None else []
 
 

@@ -129,14 +129,15 @@ class ParsePool:
 
         from .pipeline import Analysis, analyse
 
-        # A PDF waits for a child to start: only there is PDFium under the timeout and the
-        # memory limit (a hang or a bomb in a fetch thread would stall or swell the crawler).
+        # A PDF waits for a child, even one still starting or replacing a broken one: only
+        # there is PDFium under the timeout and the memory limit (a hang or a bomb in a fetch
+        # thread would stall or swell the crawler).
         pdf = self.size > 0 and indexer.is_pdf(result.content_type, result.body)
         try:
             # Children busy: wait for one (the fetch thread holds nothing meanwhile); none
             # started yet (or none would start): analyse here rather than wait.
-            wait = settings.CRAWLER_PARSE_TIMEOUT if self._children else CHILD_START_WAIT if pdf else IDLE_CHILD_WAIT
-            child = self._idle.get(timeout=wait)
+            wait = settings.CRAWLER_PARSE_TIMEOUT if self._children else IDLE_CHILD_WAIT
+            child = self._idle.get(timeout=CHILD_START_WAIT + settings.CRAWLER_PARSE_TIMEOUT if pdf else wait)
         except queue.Empty:
             self.inline += 1
             return analyse(result, queued)

@@ -41,13 +41,17 @@ def crawled(django_db_setup, django_db_blocker, module_test_settings):
 
     overrides = dict(CRAWLER_PARSE_PROCESSES=1, CRAWLER_PARSE_TIMEOUT=PARSE_TIMEOUT,
                      CRAWLER_PARSE_MEMORY_LIMIT=MEMORY_LIMIT, CRAWLER_DEFAULT_DELAY=0.0)
+    from indexer.backends import get_search_backend
+
     with django_db_blocker.unblock(), override_settings(**overrides):
         call_command("flush", "--no-input")
+        get_search_backend().clear()  # flush leaves the backend's raw index behind
         with pdf_web() as web:
             service.add_seeds([web.url("/")], service.ScopeSpec("host"))
             stats = run_embedded(threads=2, max_seconds=240)
             yield web, stats
         call_command("flush", "--no-input")
+        get_search_backend().clear()
 
 
 def row(url):
@@ -126,6 +130,16 @@ def test_a_pdf_is_archived_as_fetched(crawled):
         back = warc.read_response(warc.Location(document.warc_file, document.warc_offset,
                                                       document.warc_length))
         assert back.body == documents(web.origin)[path][1]
+
+
+def test_the_export_reads_a_pdfs_outlinks_back_from_the_archive(crawled):
+    from crawl.pipeline import archived_outlinks
+
+    web, _ = crawled
+    document = Document.objects.get(url=row(web.url("/papers/report.pdf")))
+    links = archived_outlinks(document.address, document.warc_file, document.warc_offset, document.warc_length)
+    assert links == [normalize(web.url("/from-pdf.html")).url, normalize(web.url(ROBOTS_DISALLOWED)).url,
+                     normalize(OTHER_ORIGIN).url]
 
 
 # --- the reader on its own (no crawl) --------------------------------------------------
