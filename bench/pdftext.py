@@ -122,7 +122,7 @@ def with_pdfminer(data, max_pages):
     return extract_text(io.BytesIO(data), maxpages=max_pages), pages
 
 
-CRAWLER_MAX_INDEX_CHARS = 200_000  # the crawler's default cap on a document's stored text
+CRAWLER_PDF_MAX_CHARS = 1_000_000  # the crawler's default cap on a PDF's stored text
 
 
 def with_crawler(data, max_pages):
@@ -131,7 +131,7 @@ def with_crawler(data, max_pages):
 
     try:
         parsed = parse_pdf(data, "http://bench.test/", max_pages=max_pages, max_links=1000,
-                           max_chars=CRAWLER_MAX_INDEX_CHARS)
+                           max_chars=CRAWLER_PDF_MAX_CHARS)
     except PdfProblem:
         return "", 0
     import pypdfium2

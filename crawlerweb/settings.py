@@ -740,6 +740,9 @@ CELERY_TASK_TIME_LIMIT = int(CRAWLER_LEASE_SECONDS) + 60
 # A PDF is read up to this many pages (its text, title and link annotations; the rest of
 # the file is archived, not indexed). docs/pdf.md.
 CRAWLER_PDF_MAX_PAGES = envint("CRAWLER_PDF_MAX_PAGES", 200, minimum=1)
+# Characters of a PDF's text kept and indexed (CRAWLER_MAX_INDEX_CHARS for pages): 200
+# pages of a dense manual are ~550,000 (docs/pdf.md).
+CRAWLER_PDF_MAX_CHARS = envint("CRAWLER_PDF_MAX_CHARS", 1_000_000, minimum=1000)
 # Each parse process's data memory (RLIMIT_DATA, bytes): a page needing more (a PDF
 # decompression bomb) ends the process, which is replaced, and settles the URL. 0: no limit.
 CRAWLER_PARSE_MEMORY_LIMIT = envint("CRAWLER_PARSE_MEMORY_LIMIT", 1024 * 1024 * 1024, minimum=0)

@@ -11,7 +11,7 @@ application/octet-stream and a missing type, bytes that say so (`%PDF-` within t
 junk up to that far).
 
 What is read: the document's Title (its metadata; else the first line of its text), the
-text of at most CRAWLER_PDF_MAX_PAGES pages (up to CRAWLER_MAX_INDEX_CHARS), and the
+text of at most CRAWLER_PDF_MAX_PAGES pages (up to CRAWLER_PDF_MAX_CHARS), and the
 URIs of its link annotations (up to CRAWLER_MAX_LINKS_PER_PAGE), which go through the
 frontier's admission like a page's links. A PDF that cannot be read raises PdfProblem with
 its outcome (frontier.vocabulary.PdfOutcome): encrypted (a user password is needed; an

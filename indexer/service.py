@@ -145,7 +145,8 @@ def parse_page(url: str, content_type: str, charset: str | None, body: bytes, ro
     (crawl/pagelinks.py) both parse here, so they read the same links from the same bytes."""
     limits = {"max_links": settings.CRAWLER_MAX_LINKS_PER_PAGE, "max_chars": settings.CRAWLER_MAX_INDEX_CHARS}
     if is_pdf(content_type, body):
-        parsed = pdf.parse_pdf(body, url, max_pages=settings.CRAWLER_PDF_MAX_PAGES, **limits)
+        parsed = pdf.parse_pdf(body, url, max_pages=settings.CRAWLER_PDF_MAX_PAGES,
+                               max_links=settings.CRAWLER_MAX_LINKS_PER_PAGE, max_chars=settings.CRAWLER_PDF_MAX_CHARS)
     elif looks_binary(body):
         return None
     elif content_type in HTML_TYPES:
