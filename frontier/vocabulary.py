@@ -64,7 +64,7 @@ class PageDetail(StrEnum):
 
 
 class PdfOutcome(StrEnum):
-    """What became of a 2xx PDF that was not indexed (indexer/pdf.py, fetch/parsepool.py)."""
+    """What became of a 2xx PDF that was not indexed (indexer/pdf.py, crawl/parsepool.py)."""
 
     ENCRYPTED = "pdf:encrypted"  # a user password is needed to read it
     TRUNCATED = "pdf:truncated"  # cut short (no end of file) and unreadable

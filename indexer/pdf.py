@@ -19,7 +19,7 @@ owner password alone restricts printing, not reading, and is read), truncated (n
 file and no way in), malformed, no_text (pages but no text: a scan). A PDF that hangs
 PDFium or exhausts the parse process's memory (a decompression bomb: PDFium inflates a
 whole content stream at once and aborts when memory runs out) is the parse pool's to
-settle (fetch/parsepool.py): the process is replaced, the URL settled as pdf:timeout or
+settle (crawl/parsepool.py): the process is replaced, the URL settled as pdf:timeout or
 pdf:crashed.
 
 PDFium is not thread-safe: every call here holds one lock (the parse pool's processes
