@@ -168,7 +168,8 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
     body_types: when given, the body is read only if the content type is one of them (the
     rest is not downloaded). sniff_types, sniff: a body of one of these types (the type is
     "" when the header is missing) is read only if sniff(its first sniff_bytes) says so, as
-    a browser sniffs application/octet-stream for a PDF. via: the session's connection to the URL's origin. The
+    a browser sniffs application/octet-stream for a PDF. via: the session's connection to
+    the URL's origin. The
     connection is kept alive for the next request to the host when the body was read to
     its end. conditional: If-None-Match / If-Modified-Since for a revisit (a 304 answer
     has no body). A gemini:// URL goes to fetch/gemini.py (no connection to keep, no
@@ -215,7 +216,7 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
                     result.body_read = True
                     result.body = _read_body(resp, max_bytes, deadline, result)
                 elif sniff is not None and result.content_type in sniff_types:
-                    head = _read_head(resp, min(sniff_bytes, max_bytes), deadline, result)
+                    head = _read_head(resp, min(sniff_bytes, max_bytes), deadline)
                     if sniff(head):
                         result.body_read = True
                         result.body = read_capped(lambda: resp.read1(READ_CHUNK, decode_content=True), max_bytes,
@@ -271,7 +272,7 @@ def _read_body(resp, max_bytes: int, deadline: float, result: FetchResult) -> by
     return read_capped(lambda: resp.read1(READ_CHUNK, decode_content=True), max_bytes, deadline, result)
 
 
-def _read_head(resp, size: int, deadline: float, result: FetchResult) -> bytes:
+def _read_head(resp, size: int, deadline: float) -> bytes:
     """At least the first `size` bytes of the body (fewer if it is shorter), for sniffing."""
     chunks, read = [], 0
     while read < size and time.monotonic() <= deadline:

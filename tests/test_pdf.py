@@ -12,6 +12,7 @@ import pytest
 
 from webs.sampleweb.pdfweb import (
     BAD_CASES,
+    NOT_A_PDF,
     OTHER_ORIGIN,
     REPORT_TITLE,
     ROBOTS_DISALLOWED,
@@ -27,6 +28,9 @@ from frontier.models import Url
 from frontier.normalize import normalize
 from indexer import pdf
 from indexer.models import Document
+
+from .conftest import TEST_WARC_DIR
+from .crawl_helpers import warc_records
 
 pytestmark = [pytest.mark.crawl, pytest.mark.django_db]
 
@@ -119,8 +123,18 @@ def test_the_crawl_ends_with_nothing_waiting_and_no_worker_error(crawled):
     web, stats = crawled
     assert stats.errors == 0
     assert not Url.objects.filter(state="queued").exists()
-    # every URL the home page and the report name was settled
-    assert Url.objects.filter(state="fetched").count() == 1 + len(documents(web.origin)) + 1
+    # every URL the home page and the report name was settled: home, the PDFs, the zip, the linked page
+    assert Url.objects.filter(state="fetched").count() == 1 + len(documents(web.origin)) + 1 + 1
+
+
+def test_an_octet_stream_that_is_not_a_pdf_is_not_downloaded_or_stored(crawled):
+    web, _ = crawled
+    assert (row(web.url(NOT_A_PDF)).state, row(web.url(NOT_A_PDF)).outcome) == ("fetched", "not_html")
+    assert not Document.objects.filter(url=row(web.url(NOT_A_PDF))).exists()
+    # archived as a response whose body was not kept (WARC-Truncated: unspecified)
+    (record,) = [r for r in warc_records(TEST_WARC_DIR, check_digests=False)
+                 if r["type"] == "response" and r["uri"] == web.url(NOT_A_PDF)]
+    assert record["body"] == b""
 
 
 def test_a_pdf_is_archived_as_fetched(crawled):

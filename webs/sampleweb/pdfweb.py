@@ -35,6 +35,9 @@ UNIQUE_WORDS = {
     "/untyped": "xylocarp",  # served with no Content-Type
     "/from-pdf.html": "pdflinkedpage",  # an HTML page only the report's link annotation names
 }
+# Served as application/octet-stream but not a PDF: its body is not downloaded past the
+# sniffed head, and it is settled as not_html.
+NOT_A_PDF = "/files/archive.zip"
 REPORT_TITLE = "Quarterly Report on Quillwort Meadows"
 ROBOTS_DISALLOWED = "/private/secret.html"
 OTHER_ORIGIN = "http://127.0.0.2:9/elsewhere.html"  # never fetched: out of the host scope
@@ -197,7 +200,7 @@ def _inflating_to(head: bytes, block: bytes, blocks: int) -> bytes:
 
 
 def home_page(origin: str) -> bytes:
-    links = "".join(f'<li><a href="{path}">{path}</a></li>' for path in [*documents(origin)] if path != "/from-pdf.html")
+    links = "".join(f'<li><a href="{path}">{path}</a></li>' for path in [*documents(origin), NOT_A_PDF])
     return (f"<!doctype html><html><head><title>Papers</title></head><body><h1>Papers and downloads</h1>"
             f"<p>Our reports, notes and catalogues, as PDF files.</p><ul>{links}</ul></body></html>").encode()
 
@@ -228,6 +231,8 @@ class PdfWeb:
                     content_type, body = "text/html; charset=utf-8", home_page(origin)
                 elif self.path == "/from-pdf.html":
                     content_type, body = "text/html; charset=utf-8", FROM_PDF_PAGE
+                elif self.path == NOT_A_PDF:  # a zip's signature, then 256 KiB
+                    content_type, body = "application/octet-stream", b"PK\x03\x04" + bytes(range(256)) * 1024
                 elif self.path == "/robots.txt":
                     content_type, body = "text/plain", ROBOTS_TXT
                 else:
