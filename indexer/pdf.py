@@ -153,7 +153,7 @@ _EMPTY_TITLES = re.compile(r"^(untitled|title|no title|document\d*|microsoft wor
 def _metadata_title(document) -> str:
     try:
         title = (document.get_metadata_value("Title") or "").strip()
-    except Exception:  # a broken Info dictionary: no title from it  # noqa: BLE001
+    except Exception:  # noqa: BLE001  (a broken Info dictionary: no title from it)
         return ""
     title = " ".join(title.split())[:_TITLE_CHARS]
     return "" if _EMPTY_TITLES.match(title) else title
