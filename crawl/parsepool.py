@@ -12,8 +12,10 @@ How: each worker process is a child with a pipe. A fetch thread takes an idle ch
 it the response (pickled), waits for the answer (waiting on a pipe holds no lock), and
 gives the child back. One page per child at a time, so a page that kills its child (a
 parser crash) or hangs it past CRAWLER_PARSE_TIMEOUT is known exactly: that child is
-killed and replaced, and the page is settled as "parse_failed" (archived, not parsed) in
-bounded time; no other page is touched. Children start in the background (a fresh
+killed and replaced, and the page is settled as "parse_failed" (a PDF: "pdf:timeout" or
+"pdf:crashed"; archived, not parsed) in bounded time; no other page is touched. A child's
+data memory is capped (CRAWLER_PARSE_MEMORY_LIMIT): a page that needs more, such as a PDF
+decompression bomb (PDFium aborts when an allocation fails), ends its child the same way. Children start in the background (a fresh
 interpreter, never a fork of a process with threads) with the parent's settings;
 until one is ready the fetch threads analyse pages themselves, so a crawl never waits for
 the pool to start. Once children run, a fetch thread waits for an idle one: the parent's
@@ -24,6 +26,7 @@ import logging
 import os
 import pickle
 import queue
+import resource
 import socket
 import subprocess
 import sys
@@ -34,7 +37,7 @@ from pathlib import Path
 from django.conf import settings
 
 from crawlerweb import stagetime
-from frontier.vocabulary import PageDetail
+from frontier.vocabulary import PageDetail, PdfOutcome
 
 log = logging.getLogger(__name__)
 
@@ -122,12 +125,19 @@ class ParsePool:
 
     def analyse(self, result, queued):
         """crawl.pipeline.analyse(result, queued), in a child when one is idle."""
+        from indexer import service as indexer  # here: a child imports this module before Django is set up
+
         from .pipeline import Analysis, analyse
 
+        # A PDF waits for a child, even one still starting or replacing a broken one: only
+        # there is PDFium under the timeout and the memory limit (a hang or a bomb in a fetch
+        # thread would stall or swell the crawler).
+        pdf = self.size > 0 and indexer.is_pdf(result.content_type, result.body)
         try:
             # Children busy: wait for one (the fetch thread holds nothing meanwhile); none
             # started yet (or none would start): analyse here rather than wait.
-            child = self._idle.get(timeout=settings.CRAWLER_PARSE_TIMEOUT if self._children else IDLE_CHILD_WAIT)
+            wait = settings.CRAWLER_PARSE_TIMEOUT if self._children else IDLE_CHILD_WAIT
+            child = self._idle.get(timeout=CHILD_START_WAIT + settings.CRAWLER_PARSE_TIMEOUT if pdf else wait)
         except queue.Empty:
             self.inline += 1
             return analyse(result, queued)
@@ -144,9 +154,12 @@ class ParsePool:
         except (OSError, EOFError, TimeoutError) as exc:
             self._replace(child)
             self.failures += 1
-            log.warning("analysing %s broke its parse process (%s): settled as parse_failed", queued.url,
-                        exc or type(exc).__name__)
-            return Analysis(records=warc.build(result), failed=PageDetail.PARSE_FAILED)
+            failed = PageDetail.PARSE_FAILED
+            if pdf:  # a PDF that hangs PDFium, or a bomb that ran the child out of memory
+                failed = PdfOutcome.TIMEOUT if isinstance(exc, TimeoutError) else PdfOutcome.CRASHED
+            log.warning("analysing %s broke its parse process (%s): settled as %s", queued.url,
+                        exc or type(exc).__name__, failed)
+            return Analysis(records=warc.build(result), failed=failed)
         self._idle.put(child)
         with stagetime.stage("pool"):
             analysis, stages = pickle.loads(answer)
@@ -174,6 +187,9 @@ def _child_main(conn) -> None:
     """A parse process: set up Django with the parent's crawler settings, then answer
     analyse() requests until the socket closes. Touches no database and no file."""
     settings_snapshot, analyse_path = pickle.loads(conn.recv_bytes())
+    limit = settings_snapshot.get("CRAWLER_PARSE_MEMORY_LIMIT", 0)
+    if limit:  # a page that needs more ends this process (replaced by the pool), not the machine
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "crawlerweb.settings")
     import django
 

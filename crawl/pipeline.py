@@ -102,7 +102,7 @@ class Analysis:
     page: indexer.PreparedPage | None = None  # a 2xx page, parsed and fingerprinted
     observation: str = ""  # what a 2xx revisit saw of the text (an Observation)
     body_hash: str | None = None  # of a 2xx body
-    failed: str = ""  # the analysis broke (parse_failed): the response is archived, not used
+    failed: str = ""  # the analysis broke (parse_failed, a PdfOutcome): the response is archived, not used
 
 
 def analyse(result: http.FetchResult, queued: frontier.QueuedUrl) -> Analysis:
@@ -133,6 +133,10 @@ def analyse(result: http.FetchResult, queued: frontier.QueuedUrl) -> Analysis:
         observation = indexer.compare_text(queued.text_hash, queued.simhash, page.fingerprint)
         if observation not in (Observation.UNCHANGED, Observation.NOISE):
             indexer.prepare_index(page)
+    except indexer.PdfProblem as problem:  # encrypted, truncated, malformed, no text: archived, settled
+        log.info("%s not read: %s", queued.url, problem)
+        analysis.failed = problem.outcome
+        return analysis
     except Exception:  # a page no analysis should fail on: settled, never fetched again and again
         log.exception("analysing %s failed: settled as parse_failed", queued.url)
         analysis.failed = PageDetail.PARSE_FAILED
@@ -154,7 +158,11 @@ def fetch_one(results: Results, queued: frontier.QueuedUrl, via: http.HostConnec
     and its links stay), or a change (stored like a new page)."""
     url_id, attempts = queued.id, queued.attempts
     if queued.kind == UrlKind.PAGE:
-        result = http.fetch(queued.url, body_types=indexer.HTML_TYPES, via=via, conditional=conditional_headers(queued))
+        # HTML and PDF bodies are read; one served as octet-stream or as no type only if it
+        # sniffs as a PDF (indexer/pdf.py); any other type is not downloaded.
+        result = http.fetch(queued.url, body_types=indexer.PAGE_BODY_TYPES, via=via,
+                            conditional=conditional_headers(queued), sniff_types=indexer.SNIFFED_TYPES,
+                            sniff=indexer.sniffs_as_pdf, sniff_bytes=indexer.SNIFF_BYTES)
     else:  # a sitemap or feed: served as any type (gzip, text/plain, XML), up to the sitemaps.org size
         result = http.fetch(queued.url, max_bytes=settings.CRAWLER_SITEMAP_MAX_BYTES, via=via,
                             conditional=conditional_headers(queued))

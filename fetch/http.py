@@ -35,6 +35,7 @@ import ipaddress
 import socket
 import threading
 import time
+from collections.abc import Callable
 from urllib.parse import urljoin, urlsplit
 
 import urllib3
@@ -160,11 +161,15 @@ _ACCEPT_ENCODING = urllib3.util.make_headers(accept_encoding=True)["accept-encod
 @stagetime.timed("fetch")
 def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = False,
           body_types: tuple[str, ...] | None = None, via: HostConnection | None = None,
-          conditional: dict[str, str] | None = None) -> FetchResult:
+          conditional: dict[str, str] | None = None, sniff_types: tuple[str, ...] = (),
+          sniff: Callable[[bytes], bool] | None = None, sniff_bytes: int = 1024) -> FetchResult:
     """GET `url` under the safety contract above.
 
     body_types: when given, the body is read only if the content type is one of them (the
-    rest is not downloaded). via: the session's connection to the URL's origin. The
+    rest is not downloaded). sniff_types, sniff: a body of one of these types (the type is
+    "" when the header is missing) is read only if sniff(its first sniff_bytes) says so, as
+    a browser sniffs application/octet-stream for a PDF. via: the session's connection to
+    the URL's origin. The
     connection is kept alive for the next request to the host when the body was read to
     its end. conditional: If-None-Match / If-Modified-Since for a revisit (a 304 answer
     has no body). A gemini:// URL goes to fetch/gemini.py (no connection to keep, no
@@ -210,6 +215,12 @@ def fetch(url: str, *, max_bytes: int | None = None, follow_redirects: bool = Fa
                 if body_types is None or result.content_type in body_types:
                     result.body_read = True
                     result.body = _read_body(resp, max_bytes, deadline, result)
+                elif sniff is not None and result.content_type in sniff_types:
+                    head = _read_head(resp, min(sniff_bytes, max_bytes), deadline)
+                    if sniff(head):
+                        result.body_read = True
+                        result.body = read_capped(lambda: resp.read1(READ_CHUNK, decode_content=True), max_bytes,
+                                                  deadline, result, first=head)
                 break
             finally:
                 _finish(resp)
@@ -260,3 +271,14 @@ def _finish(resp) -> None:
 def _read_body(resp, max_bytes: int, deadline: float, result: FetchResult) -> bytes:
     return read_capped(lambda: resp.read1(READ_CHUNK, decode_content=True), max_bytes, deadline, result)
 
+
+def _read_head(resp, size: int, deadline: float) -> bytes:
+    """At least the first `size` bytes of the body (fewer if it is shorter), for sniffing."""
+    chunks, read = [], 0
+    while read < size and time.monotonic() <= deadline:
+        chunk = resp.read1(READ_CHUNK, decode_content=True)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        read += len(chunk)
+    return b"".join(chunks)

@@ -101,6 +101,17 @@ class PageDetail(StrEnum):
     PARSE_FAILED = "parse_failed"  # its analysis crashed or hung a parse process (crawl/parsepool.py)
 
 
+class PdfOutcome(StrEnum):
+    """What became of a 2xx PDF that was not indexed (indexer/pdf.py, crawl/parsepool.py)."""
+
+    ENCRYPTED = "pdf:encrypted"  # a user password is needed to read it
+    TRUNCATED = "pdf:truncated"  # cut short (no end of file) and unreadable
+    MALFORMED = "pdf:malformed"  # not a PDF PDFium can open
+    NO_TEXT = "pdf:no_text"  # pages without text (a scan, images)
+    TIMEOUT = "pdf:timeout"  # its parse process gave no answer within CRAWLER_PARSE_TIMEOUT: replaced
+    CRASHED = "pdf:crashed"  # its parse process died (out of CRAWLER_PARSE_MEMORY_LIMIT: a bomb): replaced
+
+
 class Observation(StrEnum):
     """What a visit saw, for the change-rate estimate (frontier/recrawl.py).
 

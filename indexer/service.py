@@ -28,7 +28,7 @@ from fetch import robotstxt
 from fetch.transport import charset_of
 from frontier.vocabulary import Observation, PageDetail
 
-from . import bulk, linksources, neardup, pagelinks, paging, snippets, textstore
+from . import bulk, linksources, neardup, pagelinks, paging, pdf, snippets, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint, words_moved
 from .gemtext import decode_text
@@ -38,10 +38,19 @@ from .linksources import LinkSource
 from .pages import indexed_page_count, indexed_pages  # noqa: F401  (for a WACZ package's pages)
 from .models import Document
 from .parse import ParsedPage, header_directives, parse_html
+from .pdf import PdfProblem, is_pdf  # noqa: F401  (the indexer's public interface: what a PDF is, why one was not read)
 from .query import parse as parse_query
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 GEMTEXT_TYPE = "text/gemini"
+PDF_TYPE = pdf.PDF_TYPES[0]
+# What a page's response is downloaded as (the rest is not read: fetch.http.fetch's
+# body_types), and the types whose body is downloaded only if its first bytes sniff as a
+# PDF (sniff_types; indexer/pdf.py).
+PAGE_BODY_TYPES = HTML_TYPES + pdf.PDF_TYPES
+SNIFFED_TYPES = pdf.SNIFFED_TYPES
+SNIFF_BYTES = pdf.SNIFF_BYTES
+sniffs_as_pdf = pdf.sniffs_as_pdf
 
 
 @dataclass
@@ -119,8 +128,12 @@ def prepare_page(url_id: int, url: str, status: int, content_type: str, charset:
                  body: bytes, archived: tuple[str, int, int] | None = None,
                  body_hash: str | None = None, robots_header: str = "", robots_token: str = "") -> PreparedPage:
     """Hash (unless the caller did: body_hash) and parse one response (parse_page), and say
-    which other URL it names as canonical (the frontier's form); no database access."""
+    which other URL it names as canonical (the frontier's form); no database access. A PDF
+    served as another type (sniffed) is stored as application/pdf. Raises PdfProblem for a
+    PDF that cannot be read."""
     parsed = parse_page(url, content_type, charset, body, robots_header, robots_token)
+    if content_type != PDF_TYPE and is_pdf(content_type, body):
+        content_type = PDF_TYPE
     text = fingerprint(parsed.title, parsed.headings, parsed.text) if parsed is not None else None
     canonical = pagelinks.canonical_elsewhere(parsed, url) if parsed is not None else ""
     return PreparedPage(url_id, url, status, content_type, body_hash or content_hash(body), len(body), parsed,
@@ -129,14 +142,18 @@ def prepare_page(url_id: int, url: str, status: int, content_type: str, charset:
 
 def parse_page(url: str, content_type: str, charset: str | None, body: bytes, robots_header: str = "",
                robots_token: str = "") -> ParsedPage | None:
-    """A response's page as the crawler reads it (HTML, gemtext, or a capsule's other text), or
-    None when the body is none of those; no database access. robots_header: the response's X-Robots-Tag, honoured like the meta tag
+    """A response's page as the crawler reads it (HTML, gemtext, a capsule's other text, or a
+    PDF: indexer/pdf.py, which raises PdfProblem for one it cannot read), or None when the
+    body is none of those; no database access. robots_header: the response's X-Robots-Tag, honoured like the meta tag
     (for every crawler, or for `robots_token`). The crawl and the export's outlinks
     (archived_outlinks) both parse here, so they read the same links from the same bytes."""
-    if looks_binary(body):
-        return None
     limits = {"max_links": settings.CRAWLER_MAX_LINKS_PER_PAGE, "max_chars": settings.CRAWLER_MAX_INDEX_CHARS}
-    if content_type in HTML_TYPES:
+    if is_pdf(content_type, body):
+        parsed = pdf.parse_pdf(body, url, max_pages=settings.CRAWLER_PDF_MAX_PAGES,
+                               max_links=settings.CRAWLER_MAX_LINKS_PER_PAGE, max_chars=settings.CRAWLER_PDF_MAX_CHARS)
+    elif looks_binary(body):
+        return None
+    elif content_type in HTML_TYPES:
         parsed = parse_html(body, url, charset, **limits)
     elif content_type == GEMTEXT_TYPE:
         parsed = parse_gemtext(body, url, charset, **limits)
@@ -354,19 +371,25 @@ def search_page(query: str, page: int = 1, per_page: int = 10) -> tuple[SearchRe
         results = backend.search(parsed, limit=0)
     else:
         results = backend.search(parsed, limit=min(per_page, deepest - offset), offset=offset)
-    results.hits = _with_archived_copies(results.hits)
+    results.hits = _with_stored_facts(results.hits)
     return results, paging.Paging(page, per_page, results.total, deepest)
 
 
-def _with_archived_copies(hits: list) -> list:
-    """The hits, those whose response is archived with the replay address of that capture
-    (when CRAWLER_REPLAY_URL is set): one query for the page of hits."""
-    if not settings.CRAWLER_REPLAY_URL or not hits:
+def _with_stored_facts(hits: list) -> list:
+    """The hits with their content type (a PDF is marked as one in the results), those whose
+    response is archived with the replay address of that capture (when
+    CRAWLER_REPLAY_URL is set): one query for the page of hits."""
+    if not hits:
         return hits
-    archived = set(Document.objects.filter(id__in=[hit.document_id for hit in hits]).exclude(warc_file="")
-                   .values_list("id", flat=True))
-    return [dataclasses.replace(hit, cached_url=replay.capture_url(hit.url, hit.fetched_at))
-            if hit.document_id in archived else hit for hit in hits]
+    stored = {document_id: (warc_file, content_type) for document_id, warc_file, content_type in
+              Document.objects.filter(id__in=[hit.document_id for hit in hits])
+              .values_list("id", "warc_file", "content_type")}
+    shown = []
+    for hit in hits:
+        warc_file, content_type = stored.get(hit.document_id, ("", ""))
+        cached = replay.capture_url(hit.url, hit.fetched_at) if settings.CRAWLER_REPLAY_URL and warc_file else None
+        shown.append(dataclasses.replace(hit, cached_url=cached, content_type=content_type))
+    return shown
 
 
 def reindex(batch: int = 200, progress=None) -> int:
@@ -396,9 +419,10 @@ def document_counts() -> dict:
 
 
 def archived_outlinks(url: str, warc_file: str, warc_offset: int | None, warc_length: int | None) -> list[str] | None:
-    """The outlinks of the page `url` whose response is archived at (file, offset, length):
-    [] for a body that is not HTML, None when the record cannot be read back here (archiving
-    was off, or the file is on another machine or gone: archive/warc.py read_response)."""
+    """The outlinks of the page `url` whose response is archived at (file, offset, length)
+    (a PDF's: its link annotations): [] for a body that is neither HTML nor a readable PDF,
+    None when the record cannot be read back here (archiving was off, or the file is on
+    another machine or gone: archive/warc.py read_response)."""
     if not warc_file or warc_offset is None or warc_length is None:
         return None
     try:
@@ -407,8 +431,11 @@ def archived_outlinks(url: str, warc_file: str, warc_offset: int | None, warc_le
         return None
     headers = _merged(response.http_headers)
     content_type = headers.get("content-type", "")
-    parsed = parse_page(url, content_type.split(";")[0].strip().lower(), charset_of(content_type),
-                        response.body, headers.get("x-robots-tag", ""), robotstxt.crawler_token())
+    try:
+        parsed = parse_page(url, content_type.split(";")[0].strip().lower(), charset_of(content_type),
+                            response.body, headers.get("x-robots-tag", ""), robotstxt.crawler_token())
+    except PdfProblem:  # a PDF that cannot be read has no links to give
+        return []
     return pagelinks.outlinks(url, parsed) if parsed is not None else []
 
 

@@ -36,6 +36,11 @@ class SearchHit:
     score: float  # higher is better
     fetched_at: datetime | None = None
     cached_url: str | None = None  # its archived copy in the replay (CRAWLER_REPLAY_URL), filled by the service
+    content_type: str = ""  # its response's type ("application/pdf" for a PDF, however served), filled by the service
+
+    @property
+    def is_pdf(self) -> bool:
+        return self.content_type == "application/pdf"
 
     @property
     def snippet_text(self) -> str:
@@ -47,7 +52,8 @@ class SearchHit:
 
     def as_dict(self) -> dict:
         return {"url": self.url, "title": self.title, "snippet": self.snippet_text, "score": round(self.score, 4),
-                "fetched_at": self.fetched_at.isoformat() if self.fetched_at else None}
+                "fetched_at": self.fetched_at.isoformat() if self.fetched_at else None,
+                "content_type": self.content_type}
 
 
 @dataclass
