@@ -76,8 +76,8 @@ def norm(length: int, average: float, b: float) -> float:
 
 
 def term_frequency(term: Term, counts: Counter) -> int:
-    """Occurrences of a term's token."""
-    return counts.get(term.token, 0)
+    """Occurrences of a term's tokens (its alternatives: a page has the one of its language)."""
+    return sum(counts.get(token, 0) for token in term.matching)
 
 
 @dataclass
@@ -88,14 +88,14 @@ class ShortFields:
     url: list[str]
 
     @classmethod
-    def of(cls, title: str, address: str) -> "ShortFields":
-        return _short_fields(title, address)
-
+    def of(cls, title: str, address: str, language: str = "en") -> "ShortFields":
+        """Analysed in the page's language, as its index row was."""
+        return _short_fields(title, address, language)
 
 
 @lru_cache(maxsize=50_000)  # the pages that rank for something rank again
-def _short_fields(title: str, address: str) -> ShortFields:
-    return ShortFields(tokens(title), tokens(url_words(address)))
+def _short_fields(title: str, address: str, language: str) -> ShortFields:
+    return ShortFields(tokens(title, language), tokens(url_words(address), language))
 
 
 def short_score(fields: ShortFields, terms: list[Term], idfs: list[float], stats: CorpusStats, w: Weights) -> float:

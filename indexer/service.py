@@ -28,7 +28,7 @@ from fetch import robotstxt
 from fetch.transport import charset_of
 from frontier.vocabulary import Observation, PageDetail
 
-from . import bulk, linksources, neardup, pagelinks, paging, snippets, textstore
+from . import bulk, language, linksources, neardup, pagelinks, paging, snippets, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint, words_moved
 from .gemtext import decode as decode_text
@@ -38,7 +38,6 @@ from .linksources import LinkSource
 from .pages import indexed_page_count, indexed_pages  # noqa: F401  (for a WACZ package's pages)
 from .models import Document
 from .parse import ParsedPage, header_directives, parse_html
-from .query import parse as parse_query
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 GEMTEXT_TYPE = "text/gemini"
@@ -117,10 +116,12 @@ def looks_binary(body: bytes) -> bool:
 
 def prepare_page(url_id: int, url: str, status: int, content_type: str, charset: str | None,
                  body: bytes, archived: tuple[str, int, int] | None = None,
-                 body_hash: str | None = None, robots_header: str = "", robots_token: str = "") -> PreparedPage:
+                 body_hash: str | None = None, robots_header: str = "", robots_token: str = "",
+                 content_language: str = "") -> PreparedPage:
     """Hash (unless the caller did: body_hash) and parse one response (parse_page), and say
-    which other URL it names as canonical (the frontier's form); no database access."""
-    parsed = parse_page(url, content_type, charset, body, robots_header, robots_token)
+    which other URL it names as canonical (the frontier's form); no database access.
+    content_language: the response's Content-Language header."""
+    parsed = parse_page(url, content_type, charset, body, robots_header, robots_token, content_language)
     text = fingerprint(parsed.title, parsed.headings, parsed.text) if parsed is not None else None
     canonical = pagelinks.canonical_elsewhere(parsed, url) if parsed is not None else ""
     return PreparedPage(url_id, url, status, content_type, body_hash or content_hash(body), len(body), parsed,
@@ -128,7 +129,7 @@ def prepare_page(url_id: int, url: str, status: int, content_type: str, charset:
 
 
 def parse_page(url: str, content_type: str, charset: str | None, body: bytes, robots_header: str = "",
-               robots_token: str = "") -> ParsedPage | None:
+               robots_token: str = "", content_language: str = "") -> ParsedPage | None:
     """A response's page as the crawler reads it (HTML, gemtext, or a capsule's other text), or
     None when the body is none of those; no database access. robots_header: the response's X-Robots-Tag, honoured like the meta tag
     (for every crawler, or for `robots_token`). The crawl and the export's outlinks
@@ -145,6 +146,9 @@ def parse_page(url: str, content_type: str, charset: str | None, body: bytes, ro
         parsed = ParsedPage(text=decode_text(body, charset)[:limits["max_chars"]], base=url)
     else:
         return None
+    # The title first: a page's own name is its most deliberate text.
+    parsed.language = language.identify(f"{parsed.title}. {parsed.text}", parsed.declared_language,
+                                        content_language)
     noindex, nofollow = header_directives(robots_header, robots_token) if robots_header else (False, False)
     parsed.noindex |= noindex
     if nofollow:
@@ -262,7 +266,7 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
             (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p),
              snippets.encode_spans(p.parsed.boilerplate), p.content_hash, p.content_type,
              p.status, p.size, p.parsed.noindex, not (p.parsed.noindex or p.canonical), _fetched_at(p, now),
-             *_warc_fields(p.archived), None)
+             *_warc_fields(p.archived), None, p.parsed.language)
             for p in html])
         claims = {}
         for p in html:  # within a batch the first document with a hash claims it
@@ -326,11 +330,12 @@ class _DocumentView(NamedTuple):
     title: str
     headings: str
     body: str
+    language: str
 
 
 def _as_document(page: PreparedPage) -> _DocumentView:
     """What the search backend indexes of a page."""
-    return _DocumentView(page.url, page.parsed.title, page.parsed.headings, page.parsed.text)
+    return _DocumentView(page.url, page.parsed.title, page.parsed.headings, page.parsed.text, page.parsed.language)
 
 
 def search(query: str, limit: int = 10, offset: int = 0) -> SearchResults:
@@ -342,10 +347,10 @@ def search(query: str, limit: int = 10, offset: int = 0) -> SearchResults:
 def search_page(query: str, page: int = 1, per_page: int = 10) -> tuple[SearchResults, paging.Paging]:
     """One page of results (numbered from 1) and where it sits among them. A page past the
     last one gets no hits, only the count (the backend ranks nothing for it)."""
-    parsed = parse_query(query)
+    backend = get_search_backend()
+    parsed = backend.parse(query)
     deepest = paging.deepest_result(parsed)
     offset = (page - 1) * per_page
-    backend = get_search_backend()
     if offset >= deepest:
         results = backend.search(parsed, limit=0)
     else:

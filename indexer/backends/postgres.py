@@ -31,7 +31,7 @@ from crawlerweb import stagetime
 
 from .. import ranking
 from ..fields import IndexedFields, index_fields
-from ..query import Query, Term, site_token
+from ..query import Query, Term, language_token, site_token
 from .base import Candidate, SearchBackend
 
 CREATE_SQL = [
@@ -165,15 +165,22 @@ def tsvector_binary(fields) -> TSVector:
 
 
 def term_tsquery(term: Term) -> str:
-    return _lexeme(term.token)
+    matching = term.matching
+    return _lexeme(matching[0]) if len(matching) == 1 else "(" + " | ".join(map(_lexeme, matching)) + ")"
+
+
+def phrase_tsquery(streams: list[list[str]]) -> str:
+    return "(" + " | ".join("(" + " <-> ".join(_lexeme(t) for t in stream) + ")" for stream in streams) + ")"
 
 
 def query_tsquery(query: Query, any_word: bool) -> str:
     required = [term_tsquery(t) for t in query.terms]
-    required += ["(" + " <-> ".join(_lexeme(t) for t in phrase) + ")" for phrase in query.phrases]
+    required += [phrase_tsquery(p) for p in (query.phrase_alternatives or [[p] for p in query.phrases])]
     parts = [("(" + " | ".join(required) + ")" if any_word else " & ".join(required))] if required else []
     if query.sites:
         parts.append("(" + " | ".join(_lexeme(site_token(s)) for s in query.sites) + ")")
+    if query.languages:
+        parts.append("(" + " | ".join(_lexeme(language_token(lang)) for lang in query.languages) + ")")
     return " & ".join(parts)
 
 
@@ -261,13 +268,12 @@ class PostgresSearchBackend(SearchBackend):
             return list(cur.fetchone())
 
     def candidates(self, query, any_word, limit, exhaustive, terms, idfs, stats, weights):
-        lexemes = [t.token for t in terms]
         rank_columns = "".join(
             f", ts_rank('{HEADINGS_ONLY}', top.vector, %s::tsquery, 0), ts_rank('{BODY_ONLY}', top.vector, %s::tsquery, 0)"
-            for _ in lexemes)
+            for _ in terms)
         params = [query_tsquery(query, any_word), max(limit, settings.CRAWLER_SEARCH_CANDIDATES * 5), limit]
-        for lexeme in lexemes:
-            params += [_lexeme(lexeme), _lexeme(lexeme)]
+        for term in terms:  # a page holds the alternative of its own language: ranked as one lexeme
+            params += [term_tsquery(term), term_tsquery(term)]
         # A bounded candidate set: at most CRAWLER_SEARCH_CANDIDATES * 5 matches from the GIN
         # index, cut to `limit` by ts_rank over key_vector (title, URL and headings only: small,
         # so cheap to read; shorter pages first among equals) before the exact formula; when
@@ -281,22 +287,23 @@ class PostgresSearchBackend(SearchBackend):
                     matches AS (SELECT i.document_id, i.vector, i.key_vector, i.long_len FROM indexer_pg_index i, q
                                 WHERE i.vector @@ q.query LIMIT %s),
                     top AS (SELECT m.* FROM matches m, q {order} LIMIT %s)
-                    SELECT top.document_id, d.address, d.title, d.fetched_at, top.long_len {rank_columns}
+                    SELECT top.document_id, d.address, d.title, d.fetched_at, top.long_len, d.language {rank_columns}
                     FROM top JOIN indexer_document d ON d.id = top.document_id""",
                 params,
             )
             rows = cur.fetchall()
         found = []
         for row in rows:
-            fields = ranking.ShortFields.of(row[2], row[1])
-            before = Counter(fields.title) + Counter(fields.url)
+            fields = ranking.ShortFields.of(row[2], row[1], row[5])
+            counts = Counter(fields.title) + Counter(fields.url)
             tf_headings, tf_body = [], []
-            for i, lexeme in enumerate(lexemes):
-                headings = tf_from_rank(row[5 + 2 * i], before[lexeme])
+            for i, term in enumerate(terms):
+                before = ranking.term_frequency(term, counts)
+                headings = tf_from_rank(row[6 + 2 * i], before)
                 tf_headings.append(headings)
-                tf_body.append(tf_from_rank(row[6 + 2 * i], before[lexeme] + headings))
+                tf_body.append(tf_from_rank(row[7 + 2 * i], before + headings))
             long = ranking.long_score(tf_headings, tf_body, row[4], idfs, stats, weights)
-            found.append(Candidate(row[0], row[1], row[2], row[3], long))
+            found.append(Candidate(row[0], row[1], row[2], row[3], long, language=row[5]))
         return found
 
     def listed(self, query, limit, offset):
