@@ -4,7 +4,7 @@
 
 The text: Debian's own translations, written by people (docs/search.md, "Languages"):
 - pages: debian-reference-{de,en,es,fr,id,it,ja,pt,zh-cn,zh-tw} chapters and the
-  debian-faq translations (de fr it ja ko nl pt ru zh-cn), their visible text, the first
+  debian-faq translations (de fr it ja ko nl pt ru zh-cn; their HTML under usr/share/doc/debian/FAQ), their visible text, the first
   LANGID_PREFIX_CHARS characters (what the crawler gives the detector);
 - snippets: the translated messages of apt, apt-utils, coreutils, grep, sed, tar (their
   .mo catalogues: ar bg el he ko ru th uk ... as well), one message of 30-160 characters
@@ -47,7 +47,7 @@ def page_samples(root: Path) -> list[tuple[str, str]]:
     for path in sorted((root / "usr/share/debian-reference").glob("ch*.html")):
         lang = path.name.split(".")[1]
         out.append((primary(lang), html_text(path)))
-    for path in sorted((root / "usr/share/doc").glob("debian-faq*/html/*.html")):
+    for path in sorted((root / "usr/share/doc/debian/FAQ").glob("*/*.html")):
         m = re.search(r"\.([a-z]{2}(?:[-_][a-z]{2})?)\.html$", path.name)
         lang = m.group(1) if m else "en"
         out.append((primary(lang), html_text(path)))
