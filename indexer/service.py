@@ -370,21 +370,69 @@ def _with_archived_copies(hits: list) -> list:
             if hit.document_id in archived else hit for hit in hits]
 
 
-def reindex(batch: int = 200, progress=None) -> int:
-    """Rebuild the whole full-text index from the stored documents (after the analyzer or
-    the index layout changed), and the near-duplicate bands (indexer/neardup.py). Returns
-    how many documents were indexed."""
+@dataclass
+class ReindexCounts:
+    """What `manage.py reindex` did."""
+
+    documents: int = 0  # every stored document, its language identified again
+    reparsed: int = 0  # of them, parsed again from the archived response (text, language, declaration)
+    from_stored_text: int = 0  # no archived response to read here: language from the stored text
+    indexed: int = 0  # put back in the full-text index
+
+
+def reindex(batch: int = 200, progress=None, reread=None) -> ReindexCounts:
+    """Re-analyse every stored document and rebuild the whole full-text index with the
+    current analyzer (after an upgrade that changed decoding, language identification,
+    analysis or the index layout), and the near-duplicate bands (indexer/neardup.py).
+
+    reread(document) -> ParsedPage | None: the document's archived response parsed again
+    through parse_page (fetch/pagelinks.archived_page), so the text is decoded and
+    extracted by today's rules and the page's own `<html lang>` and Content-Language are
+    read again; None where the archive does not have it, and then the language is
+    identified from the stored text. One transaction: searches see the old index until it
+    commits."""
     backend = get_search_backend()
-    fields = ["id", "address", "title", "headings", "body"]
+    counts = ReindexCounts()
+    total = Document.objects.count()
     with transaction.atomic():
         backend.clear()
-        ids = list(Document.objects.filter(indexed=True).order_by("id").values_list("id", flat=True))
-        for start in range(0, len(ids), batch):
-            backend.add(list(Document.objects.filter(id__in=ids[start:start + batch]).only(*fields)))
+        for rows in _batches(batch):
+            changed, reparsed = [], []
+            for document in rows:
+                parsed = reread(document) if reread is not None and document.warc_file else None
+                if parsed is not None:
+                    counts.reparsed += 1
+                    document.title, document.headings = parsed.title, parsed.headings
+                    document.body = parsed.text
+                    document.boilerplate = snippets.encode_spans(parsed.boilerplate)
+                    document.language = parsed.language
+                    reparsed.append(document)
+                else:
+                    counts.from_stored_text += 1
+                    document.language = language.identify(f"{document.title}. {document.body}")
+                    changed.append(document)
+            Document.objects.bulk_update(changed, ["language"])
+            Document.objects.bulk_update(reparsed, ["language", "title", "headings", "body", "boilerplate"])
+            changed += reparsed
+            indexable = [d for d in changed if d.indexed]
+            backend.add(indexable)
+            counts.documents += len(changed)
+            counts.indexed += len(indexable)
             if progress:
-                progress(min(start + batch, len(ids)), len(ids))
+                progress(counts.documents, total)
         neardup.rebuild()
-    return len(ids)
+    return counts
+
+
+def _batches(batch: int):
+    """Every document, in id order, a batch at a time (keyset paging)."""
+    last = 0
+    while True:
+        rows = list(Document.objects.filter(id__gt=last).order_by("id")[:batch])
+        if not rows:
+            return
+        yield rows
+        last = rows[-1].id
 
 
 def document_counts() -> dict:
@@ -400,6 +448,23 @@ def archived_outlinks(url: str, warc_file: str, warc_offset: int | None, warc_le
     """The outlinks of the page `url` whose response is archived at (file, offset, length):
     [] for a body that is not HTML, None when the record cannot be read back here (archiving
     was off, or the file is on another machine or gone: archive/warc.py read_response)."""
+    found = _archived_parse(url, warc_file, warc_offset, warc_length)
+    if found is None:
+        return None
+    parsed = found[0]
+    return pagelinks.outlinks(url, parsed) if parsed is not None else []
+
+
+def archived_page(document) -> ParsedPage | None:
+    """A stored document's archived response parsed again as the crawl parses a page
+    (decoding, text, language: parse_page), or None when the record cannot be read back here
+    or is no page (`manage.py reindex`)."""
+    found = _archived_parse(document.address, document.warc_file, document.warc_offset, document.warc_length)
+    return found[0] if found is not None else None
+
+
+def _archived_parse(url: str, warc_file: str, warc_offset: int | None, warc_length: int | None):
+    """(the parsed page, or None when it is no page,) or None when the record cannot be read."""
     if not warc_file or warc_offset is None or warc_length is None:
         return None
     try:
@@ -408,9 +473,8 @@ def archived_outlinks(url: str, warc_file: str, warc_offset: int | None, warc_le
         return None
     headers = _merged(response.http_headers)
     content_type = headers.get("content-type", "")
-    parsed = parse_page(url, content_type.split(";")[0].strip().lower(), charset_of(content_type),
-                        response.body, headers.get("x-robots-tag", ""), robotstxt.crawler_token())
-    return pagelinks.outlinks(url, parsed) if parsed is not None else []
+    return (parse_page(url, content_type.split(";")[0].strip().lower(), charset_of(content_type), response.body,
+                       headers.get("x-robots-tag", ""), robotstxt.crawler_token(), headers.get("content-language", "")),)
 
 
 def _merged(headers: list[tuple[str, str]]) -> dict[str, str]:
