@@ -44,6 +44,12 @@ def language_token(language: str) -> str:
     return f"lang={language}"
 
 
+def analysis_token(analysis: str) -> str:
+    """The index token that marks a page analysed by a stemmer (or none): a query token that
+    only that analysis makes matches only those pages."""
+    return f"analysis={analysis}"
+
+
 def site_tokens(host: str) -> list[str]:
     """The site tokens of a page on host: the host and each parent domain with a dot."""
     labels = host.lower().rstrip(".").split(".")
@@ -56,17 +62,26 @@ class Term:
 
     whole: str | None
     parts: tuple[str, ...]
-    # Every token that matches it, one per language of the index (token first): see the
-    # module's docstring. Empty: the token only.
+    # The tokens that match it, one per analysis of the index (see the module's docstring),
+    # and for each the analyses (indexer.analyzer.stemmer_language) of the pages it matches
+    # in: () for every page. Empty: the token only, in every page.
     alternatives: tuple[str, ...] = field(default=(), compare=False)
+    analyses: tuple[tuple[str, ...], ...] = field(default=(), compare=False)
 
     @classmethod
     def of(cls, group: Group, languages=DEFAULT_LANGUAGES) -> "Term":
         if not group.tokens:  # nothing indexable (a 100-letter word): no term
             return cls(group.whole, group.parts)
-        others = (analyze_group(group.text, language) for language in languages)
-        tokens = [_match_token(group), *(_match_token(g) for g in others if g.tokens)]
-        return cls(group.whole, group.parts, tuple(dict.fromkeys(tokens)))
+        by_token: dict[str, list[str]] = {}
+        for language in languages:
+            analysed = analyze_group(group.text, language)
+            if analysed.tokens:
+                by_token.setdefault(_match_token(analysed), []).append(language)
+        if not by_token:
+            return cls(group.whole, group.parts)
+        everywhere = len(by_token) == 1  # every analysis gives the same token: no condition
+        return cls(group.whole, group.parts, tuple(by_token),
+                   tuple(() if everywhere else tuple(found) for found in by_token.values()))
 
     @property
     def token(self) -> str:
@@ -74,8 +89,17 @@ class Term:
 
     @property
     def matching(self) -> tuple[str, ...]:
-        """The tokens that match it in a page (any of them)."""
+        """The tokens that match it in a page (any of them, each in its analyses' pages)."""
         return self.alternatives or (self.token,)
+
+    def matching_in(self, analysis: str) -> tuple[str, ...]:
+        """The tokens that match it in a page of this analysis."""
+        return tuple(token for token, analyses in self.conditioned if not analyses or analysis in analyses)
+
+    @property
+    def conditioned(self) -> list[tuple[str, tuple[str, ...]]]:
+        """(token, the analyses of the pages it matches in; () for all) for each alternative."""
+        return list(zip(self.alternatives, self.analyses)) or [(self.token, ())]
 
     @property
     def tokens(self) -> set[str]:
@@ -94,9 +118,9 @@ class Query:
     sites: list[str] = field(default_factory=list)
     languages: list[str] = field(default_factory=list)  # lang:xx: only pages in these (any of them)
     truncated: bool = False
-    # Each phrase's token streams, one per language of the index whose analysis differs (the
-    # phrase's own stream first): a page matches by any of them.
-    phrase_alternatives: list[list[list[str]]] = field(default_factory=list)
+    # Each phrase's token streams, one per analysis of the index that cuts it differently,
+    # with the analyses of the pages each matches in (() for all), as Term.conditioned.
+    phrase_alternatives: list[list[tuple[list[str], tuple[str, ...]]]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -152,12 +176,16 @@ def _is_stopword(group: Group, languages) -> bool:
 
 
 def _add_phrase(query: Query, phrase: list[Group], languages) -> None:
-    streams = [[t for g in phrase for t in g.tokens]]
+    own = [t for g in phrase for t in g.tokens]
+    by_stream: dict[tuple, list[str]] = {}
     for language in languages:
-        stream = [t for g in phrase for t in analyze_group(g.text, language).tokens]
-        if stream not in streams:
-            streams.append(stream)
-    query.phrases.append(streams[0])
+        stream = tuple(t for g in phrase for t in analyze_group(g.text, language).tokens)
+        by_stream.setdefault(stream, []).append(language)
+    if len(by_stream) <= 1:
+        streams = [(list(next(iter(by_stream), own)), ())]
+    else:
+        streams = [(list(stream), tuple(found)) for stream, found in by_stream.items()]
+    query.phrases.append(own)
     query.phrase_alternatives.append(streams)
 
 

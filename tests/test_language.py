@@ -66,10 +66,12 @@ def test_it_stems_in_the_page_s_language_and_lower_cases_where_no_stemmer_exists
     assert tokens("Databases", "") == ["databas"]  # not identified: English, as every page was before
 
 
-def test_a_query_word_matches_by_the_stem_of_every_language_of_the_index():
+def test_a_query_word_matches_by_the_stem_of_every_language_of_the_index_in_that_language_s_pages():
     term = parse("Installationen", ("en", "de", "fr")).terms[0]
-    assert set(term.matching) == {"installationen", "installation"}
-    assert parse("Installationen").terms[0].matching == ("installationen",)  # English only
+    assert dict(term.conditioned) == {"installationen": ("en", "fr"), "installation": ("de",)}
+    assert term.matching_in("de") == ("installation",)
+    assert parse("Installationen").terms[0].conditioned == [("installationen", ())]  # English only: no condition
+    assert parse("zeppelin", ("en", "de")).terms[0].conditioned == [("zeppelin", ())]  # one token for all
 
 
 def test_a_query_s_cjk_run_is_the_phrase_of_its_bigrams():

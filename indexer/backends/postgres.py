@@ -31,7 +31,7 @@ from crawlerweb import stagetime
 
 from .. import ranking
 from ..fields import IndexedFields, index_fields
-from ..query import Query, Term, language_token, site_token
+from ..query import Query, Term, analysis_token, language_token, site_token
 from .base import Candidate, SearchBackend
 
 CREATE_SQL = [
@@ -164,18 +164,34 @@ def tsvector_binary(fields) -> TSVector:
     return TSVector(b"".join(out))
 
 
+def _any_of(expressions: list[str]) -> str:
+    return expressions[0] if len(expressions) == 1 else "(" + " | ".join(expressions) + ")"
+
+
+def _conditioned(expression: str, analyses: tuple[str, ...]) -> str:
+    """expression, matched only in pages of these analyses (all pages: none given)."""
+    if not analyses:
+        return expression
+    return f"({expression} & {_any_of([_lexeme(analysis_token(a)) for a in analyses])})"
+
+
 def term_tsquery(term: Term) -> str:
-    matching = term.matching
-    return _lexeme(matching[0]) if len(matching) == 1 else "(" + " | ".join(map(_lexeme, matching)) + ")"
+    return _any_of([_conditioned(_lexeme(token), analyses) for token, analyses in term.conditioned])
 
 
-def phrase_tsquery(streams: list[list[str]]) -> str:
-    return "(" + " | ".join("(" + " <-> ".join(_lexeme(t) for t in stream) + ")" for stream in streams) + ")"
+def rank_tsquery(term: Term) -> str:
+    """The term's tokens alone, for ts_rank (the analysis markers have no positions)."""
+    return _any_of([_lexeme(token) for token in term.matching])
+
+
+def phrase_tsquery(streams) -> str:
+    return _any_of([_conditioned("(" + " <-> ".join(_lexeme(t) for t in stream) + ")", analyses)
+                    for stream, analyses in streams])
 
 
 def query_tsquery(query: Query, any_word: bool) -> str:
     required = [term_tsquery(t) for t in query.terms]
-    required += [phrase_tsquery(p) for p in (query.phrase_alternatives or [[p] for p in query.phrases])]
+    required += [phrase_tsquery(p) for p in (query.phrase_alternatives or [[(p, ())] for p in query.phrases])]
     parts = [("(" + " | ".join(required) + ")" if any_word else " & ".join(required))] if required else []
     if query.sites:
         parts.append("(" + " | ".join(_lexeme(site_token(s)) for s in query.sites) + ")")
@@ -273,7 +289,7 @@ class PostgresSearchBackend(SearchBackend):
             for _ in terms)
         params = [query_tsquery(query, any_word), max(limit, settings.CRAWLER_SEARCH_CANDIDATES * 5), limit]
         for term in terms:  # a page holds the alternative of its own language: ranked as one lexeme
-            params += [term_tsquery(term), term_tsquery(term)]
+            params += [rank_tsquery(term), rank_tsquery(term)]
         # A bounded candidate set: at most CRAWLER_SEARCH_CANDIDATES * 5 matches from the GIN
         # index, cut to `limit` by ts_rank over key_vector (title, URL and headings only: small,
         # so cheap to read; shorter pages first among equals) before the exact formula; when
@@ -298,7 +314,7 @@ class PostgresSearchBackend(SearchBackend):
             counts = Counter(fields.title) + Counter(fields.url)
             tf_headings, tf_body = [], []
             for i, term in enumerate(terms):
-                before = ranking.term_frequency(term, counts)
+                before = ranking.term_frequency(term, counts, fields.analysis)
                 headings = tf_from_rank(row[6 + 2 * i], before)
                 tf_headings.append(headings)
                 tf_body.append(tf_from_rank(row[7 + 2 * i], before + headings))

@@ -26,7 +26,7 @@ from crawlerweb import stagetime
 
 from .. import ranking, textstore
 from ..fields import index_fields
-from ..query import Query, Term, language_token, site_token
+from ..query import Query, Term, analysis_token, language_token, site_token
 from .base import Candidate, SearchBackend, as_datetime
 
 CREATE_SQL = [
@@ -72,16 +72,23 @@ def _any_of(expressions: list[str]) -> str:
     return expressions[0] if len(expressions) == 1 else "(" + " OR ".join(expressions) + ")"
 
 
+def _conditioned(expression: str, analyses: tuple[str, ...]) -> str:
+    """expression, matched only in pages of these analyses (all pages: none given)."""
+    if not analyses:
+        return expression
+    return f"({expression} AND {_any_of([_quote([analysis_token(a)]) for a in analyses])})"
+
+
 def term_expression(term: Term) -> str:
-    return _any_of([_quote([token]) for token in term.matching])
+    return _any_of([_conditioned(_quote([token]), analyses) for token, analyses in term.conditioned])
 
 
-def phrase_expression(streams: list[list[str]]) -> str:
-    return _any_of([_quote(stream) for stream in streams])
+def phrase_expression(streams) -> str:
+    return _any_of([_conditioned(_quote(stream), analyses) for stream, analyses in streams])
 
 
 def match_expression(query: Query, any_word: bool) -> str:
-    phrases = query.phrase_alternatives or [[p] for p in query.phrases]
+    phrases = query.phrase_alternatives or [[(p, ())] for p in query.phrases]
     required = [term_expression(t) for t in query.terms] + [phrase_expression(p) for p in phrases]
     parts = [("(" + " OR ".join(required) + ")" if any_word else " AND ".join(required))] if required else []
     if query.sites:
