@@ -232,9 +232,16 @@ def groups(text: str, language: str = "en") -> list[Group]:
 
 
 def iter_group_spans(text: str, language: str = "en"):
-    """(start, end, Group) for each group in text: snippets highlight by these spans."""
+    """(start, end, Group) for each group in text: snippets highlight by these spans. A run
+    of a no-space script is given a character at a time, each with the bigrams it is part
+    of, so that exactly the characters of a matched bigram are highlighted."""
     for start, end, raw in _matches(text):
-        yield start, end, analyze_group(raw, language)
+        if NO_SPACE_RUN.fullmatch(raw) and len(raw) > 1:
+            for i, char in enumerate(raw):
+                around = tuple(raw[j:j + 2] for j in (i - 1, i) if 0 <= j < len(raw) - 1)
+                yield start + i, start + i + 1, Group(char, None, around, bigrammed=True)
+        else:
+            yield start, end, analyze_group(raw, language)
 
 
 @lru_cache(maxsize=100_000)

@@ -91,3 +91,14 @@ def test_lang_filter_is_parsed_and_alone_lists_pages():
 def test_stopwords_of_any_index_language_are_dropped_from_queries():
     assert [t.token for t in parse("der Hund", ("en", "de")).terms] == ["hund"]
     assert [t.token for t in parse("der Hund", ("en",)).terms] == ["der", "hund"]
+
+
+def test_snippets_highlight_the_characters_of_matched_bigrams_near_them():
+    from indexer.backends.base import MARK_END, MARK_START
+    from indexer.snippets import make_snippet
+
+    query = parse("東京都")
+    text = "これは長い前置きの文章です。" * 40 + "私は東京都に住んでいます。"
+    snippet = make_snippet(text, query.highlight_tokens, query.text, 2000)
+    assert f"私は{MARK_START}東{MARK_END}{MARK_START}京{MARK_END}{MARK_START}都{MARK_END}に" in snippet
+    assert len(snippet) < 320  # a window around the match, not the text from its start
