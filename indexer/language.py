@@ -9,6 +9,12 @@ it costs ~50 µs for the 1,000 characters it is shown, 6x less than fastText's b
 model and 10x less than py3langid at equal accuracy on Debian's translated pages
 (bench/langid_eval.py; the figures are in docs/search.md).
 
+The detector reads the title and SAMPLE_CHARS of the page's text: its start without the
+furniture the parser marked (navigation, banners, footers) and, on a long page, windows
+from its middle and its last quarter: a documentation page's first thousand characters are
+often its menu (a SQLAlchemy changelog's menu of version numbers and "orm engine sql mysql"
+was read as Danish, which made every query of an English index be stemmed as Danish too).
+
 The rule: the detector's language when it is sure (CLD2's "reliable" and most of the
 text), else the declaration, else the detector's best guess when it has one, else "".
 Stored as a BCP 47 primary subtag ("zh", not "zh-Hant"), lower case.
@@ -39,6 +45,31 @@ def primary_subtag(tag: str) -> str:
         return ""
     code = match.group(1).lower()
     return _ALIASES.get(code, code)
+
+
+def content_sample(title: str, text: str, furniture=(), chars: int = SAMPLE_CHARS) -> str:
+    """What the detector reads of a page, about `chars` characters: the title, the start of
+    the text outside the furniture ranges, and on a long page two windows from its middle and
+    its last quarter (the head of a page is where its menus are; a page that is all
+    furniture: its text)."""
+    windows = []
+    if len(text) > 4 * chars:
+        width = chars // 4
+        windows = [text[len(text) // 2:len(text) // 2 + width], text[3 * len(text) // 4:3 * len(text) // 4 + width]]
+    room = chars - sum(map(len, windows))
+    pieces, length, position = [], 0, 0
+    for start, end in sorted(furniture):
+        if length >= room:
+            break
+        if start > position:
+            piece = text[position:min(start, position + room - length)]
+            pieces.append(piece)
+            length += len(piece) + 1
+        position = max(position, end)
+    if length < room and position < len(text):
+        pieces.append(text[position:position + room - length])
+    head = " ".join(pieces) if "".join(pieces).strip() else text[:room]
+    return " ".join([f"{title}.", head, *windows])
 
 
 def _detector_code(code: str) -> str:

@@ -147,8 +147,8 @@ def parse_page(url: str, content_type: str, charset: str | None, body: bytes, ro
     else:
         return None
     # The title first: a page's own name is its most deliberate text.
-    parsed.language = language.identify(f"{parsed.title}. {parsed.text}", parsed.declared_language,
-                                        content_language)
+    parsed.language = language.identify(language.content_sample(parsed.title, parsed.text, parsed.boilerplate),
+                                        parsed.declared_language, content_language)
     noindex, nofollow = header_directives(robots_header, robots_token) if robots_header else (False, False)
     parsed.noindex |= noindex
     if nofollow:
@@ -409,7 +409,8 @@ def reindex(batch: int = 200, progress=None, reread=None) -> ReindexCounts:
                     reparsed.append(document)
                 else:
                     counts.from_stored_text += 1
-                    document.language = language.identify(f"{document.title}. {document.body}")
+                    document.language = language.identify(language.content_sample(
+                        document.title, document.body, snippets.decode_spans(document.boilerplate)))
                     changed.append(document)
             Document.objects.bulk_update(changed, ["language"])
             Document.objects.bulk_update(reparsed, ["language", "title", "headings", "body", "boilerplate"])

@@ -102,3 +102,16 @@ def test_snippets_highlight_the_characters_of_matched_bigrams_near_them():
     snippet = make_snippet(text, query.highlight_tokens, query.text, 2000)
     assert f"私は{MARK_START}東{MARK_END}{MARK_START}京{MARK_END}{MARK_START}都{MARK_END}に" in snippet
     assert len(snippet) < 320  # a window around the match, not the text from its start
+
+
+def test_the_detector_reads_past_a_long_page_s_menu():
+    from indexer.language import content_sample
+
+    menu = "orm engine sql mysql sqlite mssql oracle misc 0.7.4 " * 40  # a changelog's menu, ~2,000 chars
+    prose = ("The session now flushes pending objects before a query runs, and the connection pool "
+             "recycles connections that the database closed while they were idle. ") * 40
+    sample = content_sample("Changelog", menu + prose)
+    assert len(sample) <= 1100 and "flushes" in sample
+    assert identify(sample) == "en"
+    assert content_sample("T", "abcdefghij", [(2, 4), (6, 8)], 100) == "T. ab ef ij"
+    assert content_sample("T", "all furniture", [(0, 13)]) == "T. all furniture"

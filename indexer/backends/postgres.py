@@ -179,11 +179,6 @@ def term_tsquery(term: Term) -> str:
     return _any_of([_conditioned(_lexeme(token), analyses) for token, analyses in term.conditioned])
 
 
-def rank_tsquery(term: Term) -> str:
-    """The term's tokens alone, for ts_rank (the analysis markers have no positions)."""
-    return _any_of([_lexeme(token) for token in term.matching])
-
-
 def phrase_tsquery(streams) -> str:
     return _any_of([_conditioned("(" + " <-> ".join(_lexeme(t) for t in stream) + ")", analyses)
                     for stream, analyses in streams])
@@ -284,12 +279,15 @@ class PostgresSearchBackend(SearchBackend):
             return list(cur.fetchone())
 
     def candidates(self, query, any_word, limit, exhaustive, terms, idfs, stats, weights):
+        # Each term's tokens ranked one lexeme at a time (tf_from_rank inverts a one-lexeme
+        # ts_rank): a page counts only the tokens its own analysis makes of the word.
+        ranked = [(i, token, analyses) for i, term in enumerate(terms) for token, analyses in term.conditioned]
         rank_columns = "".join(
             f", ts_rank('{HEADINGS_ONLY}', top.vector, %s::tsquery, 0), ts_rank('{BODY_ONLY}', top.vector, %s::tsquery, 0)"
-            for _ in terms)
+            for _ in ranked)
         params = [query_tsquery(query, any_word), max(limit, settings.CRAWLER_SEARCH_CANDIDATES * 5), limit]
-        for term in terms:  # a page holds the alternative of its own language: ranked as one lexeme
-            params += [rank_tsquery(term), rank_tsquery(term)]
+        for _, token, _ in ranked:
+            params += [_lexeme(token), _lexeme(token)]
         # A bounded candidate set: at most CRAWLER_SEARCH_CANDIDATES * 5 matches from the GIN
         # index, cut to `limit` by ts_rank over key_vector (title, URL and headings only: small,
         # so cheap to read; shorter pages first among equals) before the exact formula; when
@@ -312,12 +310,13 @@ class PostgresSearchBackend(SearchBackend):
         for row in rows:
             fields = ranking.ShortFields.of(row[2], row[1], row[5])
             counts = Counter(fields.title) + Counter(fields.url)
-            tf_headings, tf_body = [], []
-            for i, term in enumerate(terms):
-                before = ranking.term_frequency(term, counts, fields.analysis)
-                headings = tf_from_rank(row[6 + 2 * i], before)
-                tf_headings.append(headings)
-                tf_body.append(tf_from_rank(row[7 + 2 * i], before + headings))
+            tf_headings, tf_body = [0] * len(terms), [0] * len(terms)
+            for column, (i, token, analyses) in enumerate(ranked):
+                if analyses and fields.analysis not in analyses:
+                    continue  # another language's stem of the word: not this page's
+                headings = tf_from_rank(row[6 + 2 * column], counts[token])
+                tf_headings[i] += headings
+                tf_body[i] += tf_from_rank(row[7 + 2 * column], counts[token] + headings)
             long = ranking.long_score(tf_headings, tf_body, row[4], idfs, stats, weights)
             found.append(Candidate(row[0], row[1], row[2], row[3], long, language=row[5]))
         return found
