@@ -175,8 +175,10 @@ def _sub_identifiers(raw: str) -> list[str]:
     return subs
 
 
+@lru_cache(maxsize=100_000)
 def analyze_group(raw: str, language: str = "en") -> Group:
-    """One regex match of _GROUP (or one run of a no-space script) → its tokens, in a language."""
+    """One regex match of _GROUP (or one run of a no-space script) → its tokens, in a language
+    (cached: pages repeat their words, snippets look them up again)."""
     if NO_SPACE_RUN.fullmatch(raw):
         return Group(raw, None, tuple(bigrams(raw)), bigrammed=True)
     return _analyze_group(raw, stemmer_language(language))
@@ -235,6 +237,10 @@ def iter_group_spans(text: str, language: str = "en"):
     """(start, end, Group) for each group in text: snippets highlight by these spans. A run
     of a no-space script is given a character at a time, each with the bigrams it is part
     of, so that exactly the characters of a matched bigram are highlighted."""
+    if NO_SPACE_RUN.search(text) is None:  # the usual case, without a generator in between
+        for m in _GROUP.finditer(text):
+            yield m.start(), m.end(), analyze_group(m.group(), language)
+        return
     for start, end, raw in _matches(text):
         if NO_SPACE_RUN.fullmatch(raw) and len(raw) > 1:
             for i, char in enumerate(raw):

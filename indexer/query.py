@@ -1,11 +1,12 @@
 """A user's query, parsed: words and identifiers (all required), "quoted phrases", site:host
 (alone, it lists the site's pages), lang:xx (only pages in that language; alone, it lists them).
 
-A query has no language (issue 53): each word is analysed in every language the index
-holds (`languages`, SearchBackend.indexed_languages()), and matches a page by any of the
-resulting tokens (Term.alternatives): the page's own stemmer is always among them, so a
-word as the page writes it finds the page, and an inflected form finds it where that
-stemmer conflates the two. A run of Chinese, Japanese, Korean or Thai is the phrase of its
+A query has no language (issue 53): each word is analysed by every analysis the index
+holds (`languages`, SearchBackend.indexed_languages()), and matches a page by the token the
+page's own analysis makes of it (Term.conditioned: a token only some analyses make is
+matched with their `analysis=` markers), so a word as the page writes it finds the page,
+an inflected form finds it where that stemmer conflates the two, and one language's stems
+never match in another's pages. A run of Chinese, Japanese, Korean or Thai is the phrase of its
 bigrams. A word is dropped as a stopword when it is one in any of those languages.
 
 Everything else is text: operators of other engines (`AND`, `+`, `|`, `*`, `(`) are just
@@ -28,7 +29,7 @@ DEFAULT_LANGUAGES = ("en",)  # a query parsed without the index's languages
 MAX_TERMS = 32
 MAX_SITES = 8
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
-_PIECE = re.compile(r'(?i)(?<!\S)site:(\S+)|"([^"]*)"?|(?<!\S)lang:([a-z]{2,3})(?!\S)')
+_PIECE = re.compile(r'(?i)(?<!\S)site:(\S+)|"([^"]*)"?|(?<!\S)lang:([a-z]{2,3})(?:[-_][a-z0-9]{1,8})*(?!\S)')  # lang:zh-TW: zh
 # A host as site: takes it: letters, digits, dots, hyphens (an IDN in its ASCII form).
 _HOST = re.compile(r"^[a-z0-9](?:[a-z0-9.-]{0,251}[a-z0-9])?$")
 
@@ -243,6 +244,8 @@ def parse(raw: str, languages=DEFAULT_LANGUAGES) -> Query:
         query.terms = query.terms[:max(0, MAX_TERMS - len(query.phrases))]
         query.phrases = query.phrases[:MAX_TERMS]
         query.phrase_alternatives = query.phrase_alternatives[:MAX_TERMS]
+    # A long run of Chinese is a phrase of many bigrams: the ranking weighs the first MAX_TERMS.
+    query._phrase_terms = list(dict.fromkeys(query._phrase_terms))[:MAX_TERMS]
     return query
 
 

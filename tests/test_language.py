@@ -86,6 +86,7 @@ def test_lang_filter_is_parsed_and_alone_lists_pages():
     assert query.languages == ["ja"] and not query.empty
     assert parse("lang:de").lists_sites
     assert parse("lang:toolong x").languages == []
+    assert parse("lang:zh-TW 東京").languages == ["zh"]
 
 
 def test_stopwords_of_any_index_language_are_dropped_from_queries():
@@ -115,3 +116,9 @@ def test_the_detector_reads_past_a_long_page_s_menu():
     assert identify(sample) == "en"
     assert content_sample("T", "abcdefghij", [(2, 4), (6, 8)], 100) == "T. ab ef ij"
     assert content_sample("T", "all furniture", [(0, 13)]) == "T. all furniture"
+
+
+def test_a_long_cjk_query_is_one_phrase_and_weighs_a_bounded_number_of_bigrams():
+    query = parse("東京都庁" * 40)
+    assert len(query.phrases) == 1 and len(query.phrases[0]) == 159
+    assert len(query.typed_terms) <= 32
