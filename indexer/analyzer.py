@@ -89,7 +89,9 @@ def stem(word: str, language: str = "en") -> str:
     """The Snowball stem of one lower-case word in a language; the word itself where the
     language has no stemmer."""
     stemmer = _stemmers.get(language)
-    return stemmer.stemWord(word) if stemmer is not None else word
+    if stemmer is None:
+        return word
+    return stemmer.stemWord(word) or word  # Greek's, Nepali's and Turkish's stem some words to nothing
 
 
 # Runs of the scripts written without spaces between words: CJK ideographs (and their

@@ -64,6 +64,8 @@ def test_it_stems_in_the_page_s_language_and_lower_cases_where_no_stemmer_exists
     assert tokens("Шалом Компьютеры", "he") == ["шалом", "компьютеры"]  # no Hebrew stemmer: words as written
     assert tokens("компьютеры", "ru") == ["компьютер"]
     assert tokens("Databases", "") == ["databas"]  # not identified: English, as every page was before
+    # some stemmers stem a word to nothing (PostgreSQL refuses an empty lexeme): the word stays
+    assert tokens("όταν", "el") == ["όταν"] and tokens("ları", "tr") == ["ları"]
 
 
 def test_a_query_word_matches_by_the_stem_of_every_language_of_the_index_in_that_language_s_pages():
