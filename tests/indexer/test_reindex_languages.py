@@ -11,12 +11,12 @@ import pytest
 from django.core.management import call_command
 from django.utils.html import escape
 
-from fetch.runners import run_embedded
+from crawl.runners import run_embedded
 from frontier import service as frontier
 from indexer import service
 from indexer.models import Document
 
-from .loopback import QuietHandler, serving
+from ..loopback import QuietHandler, serving
 
 pytestmark = [pytest.mark.crawl, pytest.mark.django_db(transaction=True)]
 PAGES = json.loads((Path(__file__).parent / "data" / "multilingual_pages.json").read_text("utf-8"))
