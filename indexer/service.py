@@ -386,7 +386,7 @@ def reindex(batch: int = 200, progress=None, reread=None) -> ReindexCounts:
     analysis or the index layout), and the near-duplicate bands (indexer/neardup.py).
 
     reread(document) -> ParsedPage | None: the document's archived response parsed again
-    through parse_page (fetch/pagelinks.archived_page), so the text is decoded and
+    through parse_page (archived_page), so the text is decoded and
     extracted by today's rules and the page's own `<html lang>` and Content-Language are
     read again; None where the archive does not have it, and then the language is
     identified from the stored text. One transaction: searches see the old index until it
