@@ -24,6 +24,7 @@ DOCUMENT_SCHEMA = pa.schema([
     ("size", pa.int64()), ("encoding", pa.string()), ("encoding_source", pa.string()), ("fetched_at", _TIME), ("content_hash", pa.string()), ("text_hash", pa.string()),
     ("simhash", pa.int64()), ("indexed", pa.bool_()), ("noindex", pa.bool_()), ("duplicate_of_id", pa.int64()),
     ("warc_file", pa.string()), ("warc_offset", pa.int64()), ("warc_length", pa.int64()),
+    ("language", pa.string()),
 ])
 OUTLINKS_FIELD = pa.field("outlinks", pa.list_(pa.string()))  # null: no archived response to read them from
 URL_SCHEMA = pa.schema([

@@ -128,7 +128,8 @@ def analyse(result: http.FetchResult, queued: frontier.QueuedUrl) -> Analysis:
             return analysis
         page = indexer.prepare_page(queued.id, queued.url, status, result.content_type, result.charset, result.body,
                                     body_hash=body_hash, robots_header=result.headers.get("x-robots-tag", ""),
-                                    robots_token=robotstxt.crawler_token())
+                                    robots_token=robotstxt.crawler_token(),
+                                    content_language=result.headers.get("content-language", ""))
         page.started_at = result.started_at
         observation = indexer.compare_text(queued.text_hash, queued.simhash, page.fingerprint)
         if observation not in (Observation.UNCHANGED, Observation.NOISE):

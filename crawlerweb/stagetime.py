@@ -24,6 +24,7 @@ STAGES = (
     "robots",  # robots.txt parsing and matching
     "parse",  # HTML parsing, links, title, headings (indexer/parse.py)
     "text",  # the visible text out of the tree
+    "language",  # the document's language identified (indexer/language.py)
     "analysis",  # the search analyzer and the backend's index rows (indexer/analyzer.py)
     "fingerprint",  # content hash, text hash, SimHash (indexer/fingerprint.py)
     "warc",  # WARC records built, digested, compressed, appended (archive/warc.py)

@@ -33,12 +33,12 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
     search_fields = ("address", "title")
     raw_id_fields = ("url", "duplicate_of")
     readonly_fields = ("url_link", "raw_link", "replay_link", "content_hash", "size", "status", "fetched_at",
-                       "encoding", "encoding_source", "warc_file", "warc_offset", "warc_length", "text")
+                       "encoding", "encoding_source", "warc_file", "warc_offset", "warc_length", "text", "language")
     fieldsets = (
         (None, {"fields": ("url_link", "address", "title", "headings", "text")}),
         ("Response", {"fields": ("status", "content_type", "size", "fetched_at", "content_hash", "raw_link",
                                  "replay_link", "encoding", "encoding_source")}),
-        ("Index", {"fields": ("indexed", "noindex", "duplicate_of")}),
+        ("Index", {"fields": ("indexed", "noindex", "duplicate_of", "language")}),
         ("Archive", {"fields": ("warc_file", "warc_offset", "warc_length")}),
     )
 

@@ -22,6 +22,14 @@ token stream serves both backends' phrase search (FTS5 phrases, PostgreSQL `<->`
 Queries see a group as one term, its whole token (or its one word): an identifier is a
 token, never a phrase of prose words (`current_database` does not match "current
 database"); the parts of a queried identifier weigh in the ranking as terms of their own.
+
+Languages (issue 53): a page is analysed in its language (Document.language): the Snowball
+stemmer of that language where PyStemmer has one, no stemming otherwise (the word lower-cased).
+Scripts written without spaces (Han, Hiragana, Katakana, Hangul, Thai) are cut into
+overlapping character bigrams, as Lucene's CJKAnalyzer does (`東京都庁` → `東京 京都 都庁`; a
+lone character is its own token), on pages and queries alike: a query's run of two or more
+such characters is the phrase of its bigrams. Queries have no language: indexer.query
+stems each word with every language the index holds (docs/search.md, "Languages").
 """
 
 import re
@@ -51,13 +59,52 @@ then once here there when where why how all any both each few more most other so
 than too very s t can will just don should now
 """.split())
 
-_stemmer = Stemmer.Stemmer("english")
+# BCP 47 primary subtag -> PyStemmer's algorithm (Snowball).
+STEMMERS = {
+    "ar": "arabic", "hy": "armenian", "eu": "basque", "ca": "catalan", "cs": "czech", "da": "danish", "nl": "dutch",
+    "en": "english", "eo": "esperanto", "et": "estonian", "fi": "finnish", "fr": "french", "de": "german",
+    "el": "greek", "hi": "hindi", "hu": "hungarian", "id": "indonesian", "ga": "irish", "it": "italian",
+    "lt": "lithuanian", "ne": "nepali", "no": "norwegian", "fa": "persian", "pl": "polish", "pt": "portuguese",
+    "ro": "romanian", "ru": "russian", "sr": "serbian", "st": "sesotho", "es": "spanish", "sv": "swedish",
+    "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+}
+_stemmers = {language: Stemmer.Stemmer(algorithm) for language, algorithm in STEMMERS.items()}
+
+
+NO_STEMMER = "none"  # the analysis of a language PyStemmer has no stemmer for: words lower-cased only
+
+
+def stemmer_language(language: str) -> str:
+    """The analysis of text in `language`: its own stemmer's, NO_STEMMER where PyStemmer has
+    none (Chinese, Japanese, Korean, Thai, Hebrew, Bulgarian ...), English where the language
+    is unknown (""): what every page had before languages were identified, so an index built
+    then still matches until `manage.py reindex` identifies its pages."""
+    if not language:
+        return "en"
+    return language if language in _stemmers else NO_STEMMER
 
 
 @lru_cache(maxsize=200_000)
-def stem(word: str) -> str:
-    """Snowball english stem of one lower-case word."""
-    return _stemmer.stemWord(word)
+def stem(word: str, language: str = "en") -> str:
+    """The Snowball stem of one lower-case word in a language; the word itself where the
+    language has no stemmer."""
+    stemmer = _stemmers.get(language)
+    if stemmer is None:
+        return word
+    return stemmer.stemWord(word) or word  # Greek's, Nepali's and Turkish's stem some words to nothing
+
+
+# Runs of the scripts written without spaces between words: CJK ideographs (and their
+# extensions and compatibility forms), Hiragana, Katakana (and the half-width forms),
+# Hangul syllables and jamo, Thai (its vowels and tone marks included).
+NO_SPACE_RUN = re.compile(
+    "[\u0e00-\u0e7f\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff"
+    "\ua960-\ua97f\uac00-\ud7af\ud7b0-\ud7ff\uf900-\ufaff\uff66-\uff9f\U00020000-\U0003134f]+")
+
+
+def bigrams(run: str) -> list[str]:
+    """Overlapping character bigrams of a run of a no-space script (a lone character: itself)."""
+    return [run[i:i + 2] for i in range(len(run) - 1)] if len(run) > 1 else [run]
 
 
 @dataclass(frozen=True)
@@ -67,6 +114,7 @@ class Group:
     text: str  # as written
     whole: str | None
     parts: tuple[str, ...]
+    bigrammed: bool = False  # a no-space script's run (or runs): its parts are a phrase, not alternatives
 
     @property
     def tokens(self) -> list[str]:
@@ -76,11 +124,16 @@ class Group:
     def is_stopword(self) -> bool:
         return self.whole is None and len(self.parts) == 1 and self.text.lower() in STOPWORDS
 
+    @property
+    def phrase(self) -> bool:
+        """Matched as the phrase of its tokens (bigrams of a no-space script)."""
+        return self.bigrammed and len(self.tokens) > 1
+
 
 def _parts(raw: str) -> list[str]:
     parts = []
     for piece in _PART.findall(raw):
-        if piece.islower() or piece.isupper():
+        if piece.islower() or piece.isupper() or piece[1:].islower():  # _CAMEL knows ASCII case only: "Häuser"
             parts.append(piece)
         else:
             parts.extend(_CAMEL.findall(piece))
@@ -90,15 +143,15 @@ def _parts(raw: str) -> list[str]:
 _OUTER = re.compile(r"::|[./]")
 
 
-def _segment(raw: str) -> tuple[str | None, tuple[str, ...]]:
+def _segment(raw: str, language: str) -> tuple[str | None, tuple[str, ...]]:
     """A group without outer connectors: (whole, stemmed parts)."""
     parts = _parts(raw)
-    stems = tuple(stem(p.lower()) for p in parts if len(p) <= MAX_TOKEN_CHARS)
+    stems = tuple(stem(p.lower(), language) for p in parts if len(p) <= MAX_TOKEN_CHARS)
     if _HAS_CONNECTOR.search(raw):
         return (raw.lower() if len(raw) <= MAX_TOKEN_CHARS else None), stems
     if len(parts) <= 1:
         return None, stems
-    return stem(raw.lower())[:MAX_TOKEN_CHARS], stems  # camelCase: a stemmed whole
+    return stem(raw.lower(), language)[:MAX_TOKEN_CHARS], stems  # camelCase: a stemmed whole
 
 
 _SEGMENT = re.compile(r"(?:(?<=^)|(?<=[./:]))[^./:]+")
@@ -125,7 +178,36 @@ def _sub_identifiers(raw: str) -> list[str]:
 
 
 @lru_cache(maxsize=100_000)
-def analyze_group(raw: str) -> Group:
+def analyze_group(raw: str, language: str = "en") -> Group:
+    """One regex match of _GROUP (or one run of a no-space script) → its tokens, in a language
+    (cached: pages repeat their words, snippets look them up again)."""
+    if NO_SPACE_RUN.fullmatch(raw):
+        return Group(raw, None, tuple(bigrams(raw)), bigrammed=True)
+    return _analyze_group(raw, stemmer_language(language))
+
+
+def _matches(text: str):
+    """The groups of a text, in order, as (start, end, raw): runs of a no-space script are
+    cut out first (Thai's vowel and tone marks are no \\w, so _GROUP would split its words),
+    the rest matched by _GROUP."""
+    position = 0
+    for run in NO_SPACE_RUN.finditer(text):
+        for m in _GROUP.finditer(text, position, run.start()):
+            yield m.start(), m.end(), m.group()
+        yield run.start(), run.end(), run.group()
+        position = run.end()
+    for m in _GROUP.finditer(text, position):
+        yield m.start(), m.end(), m.group()
+
+
+def _raw_groups(text: str) -> list[str]:
+    if NO_SPACE_RUN.search(text) is None:
+        return _GROUP.findall(text)
+    return [raw for _, _, raw in _matches(text)]
+
+
+@lru_cache(maxsize=100_000)
+def _analyze_group(raw: str, language: str) -> Group:
     """One regex match of _GROUP → its tokens (cached: pages repeat their words).
 
     A dotted (or slashed) identifier's parts are its inner runs of segments, then its
@@ -135,33 +217,50 @@ def analyze_group(raw: str) -> Group:
     (`--help-env` → `help-env`)."""
     segments = [s for s in _OUTER.split(raw) if s]
     if len(segments) <= 1:
-        whole, parts = _segment(raw)
+        whole, parts = _segment(raw, language)
         bare = whole.lstrip("-") if whole else ""
         if bare != whole and _HAS_CONNECTOR.search(bare):
             parts = (bare, *parts)
         return Group(raw, whole, parts)
     tail: list[str] = _sub_identifiers(raw)
     for segment in segments:
-        whole, parts = _segment(segment)
+        whole, parts = _segment(segment, language)
         if whole:
             tail.append(whole)
         tail.extend(parts)
     return Group(raw, raw.lower() if len(raw) <= MAX_TOKEN_CHARS else None, tuple(tail[:MAX_PARTS]))
 
 
-def groups(text: str) -> list[Group]:
-    return [analyze_group(m) for m in _GROUP.findall(text)]
+def groups(text: str, language: str = "en") -> list[Group]:
+    return [analyze_group(raw, language) for raw in _raw_groups(text)]
 
 
-def iter_group_spans(text: str):
-    """(start, end, Group) for each group in text: snippets highlight by these spans."""
-    for m in _GROUP.finditer(text):
-        yield m.start(), m.end(), analyze_group(m.group())
+def iter_group_spans(text: str, language: str = "en"):
+    """(start, end, Group) for each group in text: snippets highlight by these spans. A run
+    of a no-space script is given a character at a time, each with the bigrams it is part
+    of, so that exactly the characters of a matched bigram are highlighted."""
+    if NO_SPACE_RUN.search(text) is None:  # the usual case, without a generator in between
+        for m in _GROUP.finditer(text):
+            yield m.start(), m.end(), analyze_group(m.group(), language)
+        return
+    for start, end, raw in _matches(text):
+        if NO_SPACE_RUN.fullmatch(raw) and len(raw) > 1:
+            for i, char in enumerate(raw):
+                around = tuple(raw[j:j + 2] for j in (i - 1, i) if 0 <= j < len(raw) - 1)
+                yield start + i, start + i + 1, Group(char, None, around, bigrammed=True)
+        else:
+            yield start, end, analyze_group(raw, language)
 
 
 @lru_cache(maxsize=100_000)
-def _group_tokens(raw: str) -> tuple[str, ...]:
-    return tuple(analyze_group(raw).tokens)
+def _cached_group_tokens(raw: str, language: str) -> tuple[str, ...]:
+    return tuple(analyze_group(raw, language).tokens)
+
+
+def _group_tokens(raw: str, language: str) -> tuple[str, ...]:
+    # A long run (a CJK or Thai sentence is one) is rarely seen twice: not cached.
+    return _cached_group_tokens(raw, language) if len(raw) <= MAX_TOKEN_CHARS else tuple(
+        analyze_group(raw, language).tokens)
 
 
 # A page's text is analysed a whitespace-separated chunk at a time, each chunk's tokens
@@ -175,27 +274,42 @@ CHUNK_CACHE_SIZE = 200_000  # chunks (~40 MB at most); the cache is replaced, no
 
 
 class _ChunkTokens(dict):
+    """chunk -> its tokens, in one language (one cache per language)."""
+
+    def __init__(self, language: str = "en"):
+        super().__init__()
+        self.language = language
+
     def __missing__(self, chunk: str) -> tuple[str, ...]:
-        global _chunk_tokens
-        value = tuple(token for raw in _GROUP.findall(chunk) for token in _group_tokens(raw))
+        value = tuple(token for raw in _raw_groups(chunk) for token in _group_tokens(raw, self.language))
+        if len(chunk) > MAX_TOKEN_CHARS:  # a run of a no-space script (a whole sentence): not seen again
+            return value
         if len(self) >= CHUNK_CACHE_SIZE:
-            _chunk_tokens = _ChunkTokens()  # another thread may still read this one: leave it whole
+            _chunk_caches[self.language] = _ChunkTokens(self.language)  # another thread may still read this one
         else:
             self[chunk] = value
         return value
 
 
-_chunk_tokens = _ChunkTokens()
+_chunk_caches: dict[str, _ChunkTokens] = {}
 
 
-def tokens(text: str) -> list[str]:
-    """The token stream of a text (positions are list indexes)."""
-    return list(chain.from_iterable(map(_chunk_tokens.__getitem__, text.split())))
+def _chunk_cache(language: str) -> _ChunkTokens:
+    cache = _chunk_caches.get(language)
+    if cache is None:
+        cache = _chunk_caches[language] = _ChunkTokens(language)
+    return cache
 
 
-def tokens_by_regex(text: str) -> list[str]:
+def tokens(text: str, language: str = "en") -> list[str]:
+    """The token stream of a text in a language (positions are list indexes)."""
+    cache = _chunk_cache(stemmer_language(language))
+    return list(chain.from_iterable(map(cache.__getitem__, text.split())))
+
+
+def tokens_by_regex(text: str, language: str = "en") -> list[str]:
     """tokens(), the definition: a group at a time over the whole text (tests compare)."""
     out: list[str] = []
-    for raw in _GROUP.findall(text):
-        out.extend(_group_tokens(raw))
+    for raw in _raw_groups(text):
+        out.extend(_group_tokens(raw, stemmer_language(language)))
     return out

@@ -7,8 +7,8 @@ from crawlerweb.paging import in_id_order
 from .models import Document
 
 DOCUMENT_COLUMNS = ("id", "url_id", "address", "title", "headings", "body", "status", "content_type", "size",
-                    "encoding", "encoding_source", "fetched_at", "content_hash", "url__text_hash", "url__simhash", "indexed", "noindex",
-                    "duplicate_of_id", "warc_file", "warc_offset", "warc_length")
+                    "encoding", "encoding_source", "fetched_at", "content_hash", "url__text_hash", "url__simhash", "indexed",
+                    "noindex", "duplicate_of_id", "warc_file", "warc_offset", "warc_length", "language")
 _RENAMED = {"address": "url", "body": "text", "url__text_hash": "text_hash", "url__simhash": "simhash",
             "url_id": "frontier_url_id"}
 
@@ -16,8 +16,8 @@ _RENAMED = {"address": "url", "body": "text", "url__text_hash": "text_hash", "ur
 def document_rows(origin: str | None = None, batch: int = 500):
     """Every document (of one site's origin, if given) as a dict, in id order: url, title,
     headings, text, status, content type, size, how it was decoded (encoding and the rule
-    that chose it), fetch time, content hash, text hash, SimHash,
-    whether indexed or noindex, what it duplicates, where its response is archived."""
+    that chose it), fetch time, content hash, text hash, SimHash, whether indexed or noindex,
+    what it duplicates, where its response is archived, its language."""
     for row in in_id_order(_documents(origin), DOCUMENT_COLUMNS, batch):
         yield {_RENAMED.get(key, key): value for key, value in row.items()}
 

@@ -3,8 +3,8 @@
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from .analyzer import tokens
-from .query import site_tokens
+from .analyzer import stemmer_language, tokens
+from .query import analysis_token, language_token, site_tokens
 from .ranking import url_words
 
 
@@ -14,7 +14,7 @@ class IndexedFields:
     url: list[str]  # the URL path's words
     headings: list[str]
     body: list[str]
-    sites: list[str]  # site=host tokens, matched by site: and never scored
+    sites: list[str]  # site=host, analysis=xx and lang=xx tokens: matched by site:, a query's words, lang:
 
     @property
     def long_length(self) -> int:
@@ -22,7 +22,11 @@ class IndexedFields:
 
 
 def index_fields(document) -> IndexedFields:
-    """document: anything with address, title, headings and body (an indexer.Document)."""
+    """document: anything with address, title, headings and body (an indexer.Document), and
+    language (its text is analysed in it; none: English, as before issue 53)."""
     host = urlsplit(document.address).hostname or ""
-    return IndexedFields(tokens(document.title), tokens(url_words(document.address)), tokens(document.headings),
-                         tokens(document.body), site_tokens(host) if host else [])
+    language = getattr(document, "language", "en")
+    markers = (site_tokens(host) if host else []) + [analysis_token(stemmer_language(language))] + (
+        [language_token(language)] if language else [])
+    return IndexedFields(tokens(document.title, language), tokens(url_words(document.address), language),
+                         tokens(document.headings, language), tokens(document.body, language), markers)

@@ -52,6 +52,8 @@ class ParsedPage:
     boilerplate: list[tuple[int, int]] = field(default_factory=list)
     encoding: str = ""  # the WHATWG name of the encoding the bytes were decoded with
     encoding_source: str = ""  # the rule that chose it (decoding.SOURCES)
+    declared_language: str = ""  # <html lang> (or xml:lang) as written
+    language: str = ""  # identified (indexer/language.py), a primary subtag or ""
 
 
 # XPath's normalize-space() collapses whitespace runs in C: about 4x faster on a 25 KB page
@@ -185,6 +187,9 @@ def _unmark(marked: str) -> tuple[str, list[tuple[int, int]]]:
     return text, [(a, min(b, len(text))) for a, b in spans if a < len(text)]
 
 
+_XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
+
+
 @stagetime.timed("parse")
 def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
                max_links: int = 1000, max_chars: int = 200_000) -> ParsedPage:
@@ -204,6 +209,7 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
             return page
     if doc is None:
         return page
+    page.declared_language = (doc.get("lang") or doc.get(_XML_LANG) or "")[:35]
 
     # One walk for the robots metas, the first <title>, the first canonical <link>, the feeds
     # (<link rel=alternate>) and the first <base href> (each as the separate searches found

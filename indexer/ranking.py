@@ -26,7 +26,7 @@ from functools import lru_cache
 
 from django.conf import settings
 
-from .analyzer import tokens
+from .analyzer import stemmer_language, tokens
 from .query import Term
 
 STRIP_EXTENSIONS = (".html", ".htm", ".php", ".asp", ".aspx", ".jsp", ".shtml")
@@ -75,9 +75,9 @@ def norm(length: int, average: float, b: float) -> float:
     return 1 - b + b * length / average if average > 0 else 1.0
 
 
-def term_frequency(term: Term, counts: Counter) -> int:
-    """Occurrences of a term's token."""
-    return counts.get(term.token, 0)
+def term_frequency(term: Term, counts: Counter, analysis: str = "en") -> int:
+    """Occurrences of a term's tokens in a page of this analysis (its language's stemmer)."""
+    return sum(counts.get(token, 0) for token in term.matching_in(analysis))
 
 
 @dataclass
@@ -86,16 +86,17 @@ class ShortFields:
 
     title: list[str]
     url: list[str]
+    analysis: str = "en"  # the page's (indexer.analyzer.stemmer_language)
 
     @classmethod
-    def of(cls, title: str, address: str) -> "ShortFields":
-        return _short_fields(title, address)
-
+    def of(cls, title: str, address: str, language: str = "en") -> "ShortFields":
+        """Analysed in the page's language, as its index row was."""
+        return _short_fields(title, address, language)
 
 
 @lru_cache(maxsize=50_000)  # the pages that rank for something rank again
-def _short_fields(title: str, address: str) -> ShortFields:
-    return ShortFields(tokens(title), tokens(url_words(address)))
+def _short_fields(title: str, address: str, language: str) -> ShortFields:
+    return ShortFields(tokens(title, language), tokens(url_words(address), language), stemmer_language(language))
 
 
 def short_score(fields: ShortFields, terms: list[Term], idfs: list[float], stats: CorpusStats, w: Weights) -> float:
@@ -104,8 +105,8 @@ def short_score(fields: ShortFields, terms: list[Term], idfs: list[float], stats
     title_counts, url_counts = Counter(fields.title), Counter(fields.url)
     score = 0.0
     for term, term_idf in zip(terms, idfs):
-        tf_title = term_frequency(term, title_counts)
-        tf_url = term_frequency(term, url_counts)
+        tf_title = term_frequency(term, title_counts, fields.analysis)
+        tf_url = term_frequency(term, url_counts, fields.analysis)
         score += term_idf * w.title * saturate(tf_title / title_norm + w.url * tf_url / url_norm, w.k1)
     return score
 

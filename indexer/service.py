@@ -28,7 +28,7 @@ from fetch import robotstxt
 from fetch.transport import charset_of
 from frontier.vocabulary import Observation, PageDetail
 
-from . import bulk, linksources, neardup, pagelinks, paging, pdf, snippets, textstore
+from . import bulk, language, linksources, neardup, pagelinks, paging, pdf, snippets, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint, words_moved
 from .gemtext import decode_text
@@ -39,7 +39,6 @@ from .pages import indexed_page_count, indexed_pages  # noqa: F401  (for a WACZ 
 from .models import Document
 from .parse import ParsedPage, header_directives, parse_html
 from .pdf import PdfProblem, is_pdf  # noqa: F401  (the indexer's public interface: what a PDF is, why one was not read)
-from .query import parse as parse_query
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 GEMTEXT_TYPE = "text/gemini"
@@ -126,12 +125,13 @@ def looks_binary(body: bytes) -> bool:
 
 def prepare_page(url_id: int, url: str, status: int, content_type: str, charset: str | None,
                  body: bytes, archived: tuple[str, int, int] | None = None,
-                 body_hash: str | None = None, robots_header: str = "", robots_token: str = "") -> PreparedPage:
+                 body_hash: str | None = None, robots_header: str = "", robots_token: str = "",
+                 content_language: str = "") -> PreparedPage:
     """Hash (unless the caller did: body_hash) and parse one response (parse_page), and say
     which other URL it names as canonical (the frontier's form); no database access. A PDF
     served as another type (sniffed) is stored as application/pdf. Raises PdfProblem for a
-    PDF that cannot be read."""
-    parsed = parse_page(url, content_type, charset, body, robots_header, robots_token)
+    PDF that cannot be read. content_language: the response's Content-Language header."""
+    parsed = parse_page(url, content_type, charset, body, robots_header, robots_token, content_language)
     if content_type != PDF_TYPE and is_pdf(content_type, body):
         content_type = PDF_TYPE
     text = fingerprint(parsed.title, parsed.headings, parsed.text) if parsed is not None else None
@@ -141,7 +141,7 @@ def prepare_page(url_id: int, url: str, status: int, content_type: str, charset:
 
 
 def parse_page(url: str, content_type: str, charset: str | None, body: bytes, robots_header: str = "",
-               robots_token: str = "") -> ParsedPage | None:
+               robots_token: str = "", content_language: str = "") -> ParsedPage | None:
     """A response's page as the crawler reads it (HTML, gemtext, a capsule's other text, or a
     PDF: indexer/pdf.py, which raises PdfProblem for one it cannot read), or None when the
     body is none of those; no database access. robots_header: the response's X-Robots-Tag, honoured like the meta tag
@@ -164,6 +164,9 @@ def parse_page(url: str, content_type: str, charset: str | None, body: bytes, ro
                             encoding_source=chosen.source)
     else:
         return None
+    # The title first: a page's own name is its most deliberate text.
+    parsed.language = language.identify(language.content_sample(parsed.title, parsed.text, parsed.boilerplate),
+                                        parsed.declared_language, content_language)
     noindex, nofollow = header_directives(robots_header, robots_token) if robots_header else (False, False)
     parsed.noindex |= noindex
     if nofollow:
@@ -282,8 +285,9 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
         ids = bulk.upsert_documents([
             (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p),
              snippets.encode_spans(p.parsed.boilerplate), p.content_hash, p.content_type,
-             p.parsed.encoding, p.parsed.encoding_source, p.status, p.size, p.parsed.noindex, not (p.parsed.noindex or p.canonical), _fetched_at(p, now),
-             *_warc_fields(p.archived), None)
+             p.parsed.encoding, p.parsed.encoding_source, p.status, p.size, p.parsed.noindex,
+             not (p.parsed.noindex or p.canonical), _fetched_at(p, now), *_warc_fields(p.archived), None,
+             p.parsed.language)
             for p in html])
         claims = {}
         for p in html:  # within a batch the first document with a hash claims it
@@ -347,11 +351,12 @@ class _DocumentView(NamedTuple):
     title: str
     headings: str
     body: str
+    language: str
 
 
 def _as_document(page: PreparedPage) -> _DocumentView:
     """What the search backend indexes of a page."""
-    return _DocumentView(page.url, page.parsed.title, page.parsed.headings, page.parsed.text)
+    return _DocumentView(page.url, page.parsed.title, page.parsed.headings, page.parsed.text, page.parsed.language)
 
 
 def search(query: str, limit: int = 10, offset: int = 0) -> SearchResults:
@@ -363,10 +368,10 @@ def search(query: str, limit: int = 10, offset: int = 0) -> SearchResults:
 def search_page(query: str, page: int = 1, per_page: int = 10) -> tuple[SearchResults, paging.Paging]:
     """One page of results (numbered from 1) and where it sits among them. A page past the
     last one gets no hits, only the count (the backend ranks nothing for it)."""
-    parsed = parse_query(query)
+    backend = get_search_backend()
+    parsed = backend.parse(query)
     deepest = paging.deepest_result(parsed)
     offset = (page - 1) * per_page
-    backend = get_search_backend()
     if offset >= deepest:
         results = backend.search(parsed, limit=0)
     else:
@@ -392,21 +397,72 @@ def _with_stored_facts(hits: list) -> list:
     return shown
 
 
-def reindex(batch: int = 200, progress=None) -> int:
-    """Rebuild the whole full-text index from the stored documents (after the analyzer or
-    the index layout changed), and the near-duplicate bands (indexer/neardup.py). Returns
-    how many documents were indexed."""
+@dataclass
+class ReindexCounts:
+    """What `manage.py reindex` did."""
+
+    documents: int = 0  # every stored document, its language identified again
+    reparsed: int = 0  # of them, parsed again from the archived response (text, language, declaration)
+    from_stored_text: int = 0  # no archived response to read here: language from the stored text
+    indexed: int = 0  # put back in the full-text index
+
+
+def reindex(batch: int = 200, progress=None, reread=None) -> ReindexCounts:
+    """Re-analyse every stored document and rebuild the whole full-text index with the
+    current analyzer (after an upgrade that changed decoding, language identification,
+    analysis or the index layout), and the near-duplicate bands (indexer/neardup.py).
+
+    reread(document) -> ParsedPage | None: the document's archived response parsed again
+    through parse_page (archived_page), so the text is decoded and
+    extracted by today's rules and the page's own `<html lang>` and Content-Language are
+    read again; None where the archive does not have it, and then the language is
+    identified from the stored text. One transaction: searches see the old index until it
+    commits."""
     backend = get_search_backend()
-    fields = ["id", "address", "title", "headings", "body"]
+    counts = ReindexCounts()
+    total = Document.objects.count()
     with transaction.atomic():
         backend.clear()
-        ids = list(Document.objects.filter(indexed=True).order_by("id").values_list("id", flat=True))
-        for start in range(0, len(ids), batch):
-            backend.add(list(Document.objects.filter(id__in=ids[start:start + batch]).only(*fields)))
+        for rows in _batches(batch):
+            changed, reparsed = [], []
+            for document in rows:
+                parsed = reread(document) if reread is not None and document.warc_file else None
+                if parsed is not None:
+                    counts.reparsed += 1
+                    document.title, document.headings = parsed.title, parsed.headings
+                    document.body = parsed.text
+                    document.boilerplate = snippets.encode_spans(parsed.boilerplate)
+                    document.language = parsed.language
+                    document.encoding, document.encoding_source = parsed.encoding, parsed.encoding_source
+                    reparsed.append(document)
+                else:
+                    counts.from_stored_text += 1
+                    document.language = language.identify(language.content_sample(
+                        document.title, document.body, snippets.decode_spans(document.boilerplate)))
+                    changed.append(document)
+            Document.objects.bulk_update(changed, ["language"])
+            Document.objects.bulk_update(reparsed, ["language", "encoding", "encoding_source", "title", "headings",
+                                                    "body", "boilerplate"])
+            changed += reparsed
+            indexable = [d for d in changed if d.indexed]
+            backend.add(indexable)
+            counts.documents += len(changed)
+            counts.indexed += len(indexable)
             if progress:
-                progress(min(start + batch, len(ids)), len(ids))
+                progress(counts.documents, total)
         neardup.rebuild()
-    return len(ids)
+    return counts
+
+
+def _batches(batch: int):
+    """Every document, in id order, a batch at a time (keyset paging)."""
+    last = 0
+    while True:
+        rows = list(Document.objects.filter(id__gt=last).order_by("id")[:batch])
+        if not rows:
+            return
+        yield rows
+        last = rows[-1].id
 
 
 def document_counts() -> dict:
@@ -423,6 +479,23 @@ def archived_outlinks(url: str, warc_file: str, warc_offset: int | None, warc_le
     (a PDF's: its link annotations): [] for a body that is neither HTML nor a readable PDF,
     None when the record cannot be read back here (archiving was off, or the file is on
     another machine or gone: archive/warc.py read_response)."""
+    found = _archived_parse(url, warc_file, warc_offset, warc_length)
+    if found is None:
+        return None
+    parsed = found[0]
+    return pagelinks.outlinks(url, parsed) if parsed is not None else []
+
+
+def archived_page(document) -> ParsedPage | None:
+    """A stored document's archived response parsed again as the crawl parses a page
+    (decoding, text, language: parse_page), or None when the record cannot be read back here
+    or is no page (`manage.py reindex`)."""
+    found = _archived_parse(document.address, document.warc_file, document.warc_offset, document.warc_length)
+    return found[0] if found is not None else None
+
+
+def _archived_parse(url: str, warc_file: str, warc_offset: int | None, warc_length: int | None):
+    """(the parsed page, or None when it is no page,) or None when the record cannot be read."""
     if not warc_file or warc_offset is None or warc_length is None:
         return None
     try:
@@ -432,11 +505,11 @@ def archived_outlinks(url: str, warc_file: str, warc_offset: int | None, warc_le
     headers = _merged(response.http_headers)
     content_type = headers.get("content-type", "")
     try:
-        parsed = parse_page(url, content_type.split(";")[0].strip().lower(), charset_of(content_type),
-                            response.body, headers.get("x-robots-tag", ""), robotstxt.crawler_token())
-    except PdfProblem:  # a PDF that cannot be read has no links to give
-        return []
-    return pagelinks.outlinks(url, parsed) if parsed is not None else []
+        return (parse_page(url, content_type.split(";")[0].strip().lower(), charset_of(content_type), response.body,
+                           headers.get("x-robots-tag", ""), robotstxt.crawler_token(),
+                           headers.get("content-language", "")),)
+    except PdfProblem:  # a PDF that cannot be read is no page: no links, nothing to reindex
+        return (None,)
 
 
 def _merged(headers: list[tuple[str, str]]) -> dict[str, str]:

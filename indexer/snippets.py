@@ -16,7 +16,7 @@ around the first confirmed match is analyzed to mark every match in it.
 
 import re
 
-from .analyzer import iter_group_spans
+from .analyzer import NO_SPACE_RUN, iter_group_spans
 
 # Snippets mark matched terms with these control characters; callers render them as
 # <mark> (HTML) or strip them (plain text). They never occur in extracted page text.
@@ -93,8 +93,14 @@ def candidate_pattern(highlight: set[str], typed: str) -> re.Pattern | None:
         forms |= set(re.findall(r"[^\W_]{2,}", token))  # parts of identifiers, as written
     if not forms:
         return None
-    alternatives = "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)[:64])
-    return re.compile(rf"(?i)(?<![^\W_])(?:{alternatives})")
+    kept = sorted(forms, key=len, reverse=True)[:64]
+    # A bigram of Chinese, Japanese, Korean or Thai starts anywhere in its run: no word start.
+    inside = [f for f in kept if NO_SPACE_RUN.fullmatch(f)]
+    words = "|".join(re.escape(f) for f in kept if f not in inside)
+    pattern = rf"(?<![^\W_])(?:{words})" if words else ""
+    if inside:
+        pattern += ("|" if pattern else "") + "|".join(re.escape(f) for f in inside)
+    return re.compile(rf"(?i){pattern}")
 
 
 def _confirmed(text: str, position: int, highlight: set[str]) -> int | None:
@@ -125,7 +131,9 @@ def make_snippet(text: str, highlight: set[str], typed: str, scan_chars: int, fa
     if first is None:
         return _cut(head, 0, fallback_chars)
     begin = max(0, first - WINDOW_BEFORE)
-    begin = head.find(" ", begin, first) + 1 if begin else 0
+    if begin:  # from a word's start; text without spaces (Chinese, Japanese, Thai) from where it is
+        space = head.find(" ", begin, first)
+        begin = space + 1 if space >= 0 else begin
     end = min(len(head), first + WINDOW_AFTER)
     window = head[begin:end]
     if end < len(head):

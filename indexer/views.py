@@ -32,7 +32,7 @@ def search_json(request):
     if not query:
         return JsonResponse({"error": "missing query parameter q"}, status=400)
     results, pages = service.search_page(query, page, PAGE_SIZE)
-    if results.query.empty and not results.query.sites:
+    if results.query.empty and not results.query.lists_sites:
         return JsonResponse({"error": "the query has no words or site: to search for", "query": results.query.text},
                             status=400)
     return JsonResponse({

@@ -18,13 +18,24 @@ from datetime import datetime
 from datetime import timezone as dt_timezone
 
 from django.conf import settings
+from django.db import connections
 from django.utils.dateparse import parse_datetime
 from django.utils.html import escape
 
 from .. import ranking
 from ..query import Query, Term, parse
+from ..analyzer import stemmer_language
 from ..snippets import MARK_END, MARK_START, make_snippet, snippet_source
 
+# The documents' distinct languages by walking the index on Document.language one value at a
+# time (a loose index scan: one seek per language, however many documents), on both databases.
+DISTINCT_LANGUAGES_SQL = """
+    WITH RECURSIVE found(language) AS (
+        SELECT min(language) FROM indexer_document
+        UNION ALL
+        SELECT (SELECT min(language) FROM indexer_document WHERE language > found.language)
+        FROM found WHERE found.language IS NOT NULL)
+    SELECT language FROM found WHERE language IS NOT NULL"""
 
 
 @dataclass(frozen=True)
@@ -87,6 +98,7 @@ class Candidate:
     fetched_at: datetime | None
     long_score: float  # the headings+body group of the formula, computed by the backend
     score: float = 0.0
+    language: str = "en"  # Document.language: its title is analysed in it for the short group
 
 
 def as_datetime(value) -> datetime | None:
@@ -191,6 +203,29 @@ class SearchBackend(ABC):
     def forget_corpus_stats(self) -> None:
         SearchBackend._stats_cache.pop((type(self).__name__, self.using), None)
         SearchBackend._df_cache.pop((type(self).__name__, self.using), None)
+        SearchBackend._languages_cache.pop((type(self).__name__, self.using), None)
+
+    _languages_cache: dict = {}
+
+    def indexed_languages(self) -> tuple[str, ...]:
+        """The analyses the index holds (a stemmer's language, or NO_STEMMER), English first:
+        a query's words are analysed in each. Read from the documents (DISTINCT_LANGUAGES_SQL)
+        and kept per process as long as the corpus statistics."""
+        key = (type(self).__name__, self.using)
+        cached = self._languages_cache.get(key)
+        if cached and time.monotonic() - cached[0] < settings.CRAWLER_SEARCH_STATS_SECONDS:
+            return cached[1]
+        with connections[self.using].cursor() as cur:
+            cur.execute(DISTINCT_LANGUAGES_SQL)
+            stored = [row[0] for row in cur.fetchall()]
+        analyses = sorted({stemmer_language(language) for language in stored}, key=lambda lang: (lang != "en", lang))
+        languages = tuple(analyses) or ("en",)
+        SearchBackend._languages_cache[key] = (time.monotonic(), languages)
+        return languages
+
+    def parse(self, query: str) -> Query:
+        """A query parsed for this index (its words analysed in the index's languages)."""
+        return parse(query, self.indexed_languages())
 
     def cached_document_frequencies(self, terms: list[Term], cap: int) -> list[int]:
         """document_frequencies, each token's kept per process as long as the corpus
@@ -201,11 +236,11 @@ class SearchBackend(ABC):
         if cached is None or now - cached[0] > settings.CRAWLER_SEARCH_STATS_SECONDS or len(cached[1]) > 100_000:
             cached = SearchBackend._df_cache[key] = (now, {})
         known = cached[1]
-        missing = [t for t in dict.fromkeys(terms) if (t.token, cap) not in known]
+        missing = [t for t in dict.fromkeys(terms) if (t.matching, cap) not in known]
         if missing:
             for term, df in zip(missing, self.document_frequencies(missing, cap)):
-                known[(term.token, cap)] = df
-        return [known[(t.token, cap)] for t in terms]
+                known[(term.matching, cap)] = df
+        return [known[(t.matching, cap)] for t in terms]
 
     # -- the shared algorithm ---------------------------------------------------------------
 
@@ -215,7 +250,7 @@ class SearchBackend(ABC):
 
     def search(self, query: str | Query, limit: int = 10, offset: int = 0) -> SearchResults:
         """Hits offset to offset + limit, best first, and the count (limit 0: the count only)."""
-        parsed = query if isinstance(query, Query) else parse(query)
+        parsed = query if isinstance(query, Query) else self.parse(query)
         results = SearchResults(parsed)
         if parsed.lists_sites:
             with self.reading():
@@ -259,7 +294,7 @@ class SearchBackend(ABC):
         found = self.candidates(parsed, results.any_word, pool, total < min(pool, cap), terms[:typed], idfs[:typed],
                                 stats, weights)
         for candidate in found:
-            fields = ranking.ShortFields.of(candidate.title, candidate.address)
+            fields = ranking.ShortFields.of(candidate.title, candidate.address, candidate.language)
             candidate.score = ranking.short_score(fields, terms, idfs, stats, weights) + candidate.long_score
         found.sort(key=lambda c: (-c.score, c.document_id))
         shown = found[offset:offset + limit]

@@ -31,7 +31,7 @@ from crawlerweb import stagetime
 
 from .. import ranking
 from ..fields import IndexedFields, index_fields
-from ..query import Query, Term, site_token
+from ..query import Query, Term, analysis_token, language_token, site_token
 from .base import Candidate, SearchBackend
 
 CREATE_SQL = [
@@ -164,16 +164,34 @@ def tsvector_binary(fields) -> TSVector:
     return TSVector(b"".join(out))
 
 
+def _any_of(expressions: list[str]) -> str:
+    return expressions[0] if len(expressions) == 1 else "(" + " | ".join(expressions) + ")"
+
+
+def _conditioned(expression: str, analyses: tuple[str, ...]) -> str:
+    """expression, matched only in pages of these analyses (all pages: none given)."""
+    if not analyses:
+        return expression
+    return f"({expression} & {_any_of([_lexeme(analysis_token(a)) for a in analyses])})"
+
+
 def term_tsquery(term: Term) -> str:
-    return _lexeme(term.token)
+    return _any_of([_conditioned(_lexeme(token), analyses) for token, analyses in term.conditioned])
+
+
+def phrase_tsquery(streams) -> str:
+    return _any_of([_conditioned("(" + " <-> ".join(_lexeme(t) for t in stream) + ")", analyses)
+                    for stream, analyses in streams])
 
 
 def query_tsquery(query: Query, any_word: bool) -> str:
     required = [term_tsquery(t) for t in query.terms]
-    required += ["(" + " <-> ".join(_lexeme(t) for t in phrase) + ")" for phrase in query.phrases]
+    required += [phrase_tsquery(p) for p in (query.phrase_alternatives or [[(p, ())] for p in query.phrases])]
     parts = [("(" + " | ".join(required) + ")" if any_word else " & ".join(required))] if required else []
     if query.sites:
         parts.append("(" + " | ".join(_lexeme(site_token(s)) for s in query.sites) + ")")
+    if query.languages:
+        parts.append("(" + " | ".join(_lexeme(language_token(lang)) for lang in query.languages) + ")")
     return " & ".join(parts)
 
 
@@ -261,13 +279,15 @@ class PostgresSearchBackend(SearchBackend):
             return list(cur.fetchone())
 
     def candidates(self, query, any_word, limit, exhaustive, terms, idfs, stats, weights):
-        lexemes = [t.token for t in terms]
+        # Each term's tokens ranked one lexeme at a time (tf_from_rank inverts a one-lexeme
+        # ts_rank): a page counts only the tokens its own analysis makes of the word.
+        ranked = [(i, token, analyses) for i, term in enumerate(terms) for token, analyses in term.conditioned]
         rank_columns = "".join(
             f", ts_rank('{HEADINGS_ONLY}', top.vector, %s::tsquery, 0), ts_rank('{BODY_ONLY}', top.vector, %s::tsquery, 0)"
-            for _ in lexemes)
+            for _ in ranked)
         params = [query_tsquery(query, any_word), max(limit, settings.CRAWLER_SEARCH_CANDIDATES * 5), limit]
-        for lexeme in lexemes:
-            params += [_lexeme(lexeme), _lexeme(lexeme)]
+        for _, token, _ in ranked:
+            params += [_lexeme(token), _lexeme(token)]
         # A bounded candidate set: at most CRAWLER_SEARCH_CANDIDATES * 5 matches from the GIN
         # index, cut to `limit` by ts_rank over key_vector (title, URL and headings only: small,
         # so cheap to read; shorter pages first among equals) before the exact formula; when
@@ -281,22 +301,24 @@ class PostgresSearchBackend(SearchBackend):
                     matches AS (SELECT i.document_id, i.vector, i.key_vector, i.long_len FROM indexer_pg_index i, q
                                 WHERE i.vector @@ q.query LIMIT %s),
                     top AS (SELECT m.* FROM matches m, q {order} LIMIT %s)
-                    SELECT top.document_id, d.address, d.title, d.fetched_at, top.long_len {rank_columns}
+                    SELECT top.document_id, d.address, d.title, d.fetched_at, top.long_len, d.language {rank_columns}
                     FROM top JOIN indexer_document d ON d.id = top.document_id""",
                 params,
             )
             rows = cur.fetchall()
         found = []
         for row in rows:
-            fields = ranking.ShortFields.of(row[2], row[1])
-            before = Counter(fields.title) + Counter(fields.url)
-            tf_headings, tf_body = [], []
-            for i, lexeme in enumerate(lexemes):
-                headings = tf_from_rank(row[5 + 2 * i], before[lexeme])
-                tf_headings.append(headings)
-                tf_body.append(tf_from_rank(row[6 + 2 * i], before[lexeme] + headings))
+            fields = ranking.ShortFields.of(row[2], row[1], row[5])
+            counts = Counter(fields.title) + Counter(fields.url)
+            tf_headings, tf_body = [0] * len(terms), [0] * len(terms)
+            for column, (i, token, analyses) in enumerate(ranked):
+                if analyses and fields.analysis not in analyses:
+                    continue  # another language's stem of the word: not this page's
+                headings = tf_from_rank(row[6 + 2 * column], counts[token])
+                tf_headings[i] += headings
+                tf_body[i] += tf_from_rank(row[7 + 2 * column], counts[token] + headings)
             long = ranking.long_score(tf_headings, tf_body, row[4], idfs, stats, weights)
-            found.append(Candidate(row[0], row[1], row[2], row[3], long))
+            found.append(Candidate(row[0], row[1], row[2], row[3], long, language=row[5]))
         return found
 
     def listed(self, query, limit, offset):

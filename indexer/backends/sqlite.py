@@ -26,7 +26,7 @@ from crawlerweb import stagetime
 
 from .. import ranking, textstore
 from ..fields import index_fields
-from ..query import Query, Term, site_token
+from ..query import Query, Term, analysis_token, language_token, site_token
 from .base import Candidate, SearchBackend, as_datetime
 
 CREATE_SQL = [
@@ -61,21 +61,40 @@ class _Stored(NamedTuple):
     title: str
     headings: str
     body: str
+    language: str
 
 
 def _quote(tokens: list[str]) -> str:
     return '"' + " ".join(tokens).replace('"', '""') + '"'
 
 
+def _any_of(expressions: list[str]) -> str:
+    return expressions[0] if len(expressions) == 1 else "(" + " OR ".join(expressions) + ")"
+
+
+def _conditioned(expression: str, analyses: tuple[str, ...]) -> str:
+    """expression, matched only in pages of these analyses (all pages: none given)."""
+    if not analyses:
+        return expression
+    return f"({expression} AND {_any_of([_quote([analysis_token(a)]) for a in analyses])})"
+
+
 def term_expression(term: Term) -> str:
-    return _quote([term.token])
+    return _any_of([_conditioned(_quote([token]), analyses) for token, analyses in term.conditioned])
+
+
+def phrase_expression(streams) -> str:
+    return _any_of([_conditioned(_quote(stream), analyses) for stream, analyses in streams])
 
 
 def match_expression(query: Query, any_word: bool) -> str:
-    required = [term_expression(t) for t in query.terms] + [_quote(p) for p in query.phrases]
+    phrases = query.phrase_alternatives or [[(p, ())] for p in query.phrases]
+    required = [term_expression(t) for t in query.terms] + [phrase_expression(p) for p in phrases]
     parts = [("(" + " OR ".join(required) + ")" if any_word else " AND ".join(required))] if required else []
     if query.sites:
         parts.append("(" + " OR ".join(_quote([site_token(s)]) for s in query.sites) + ")")
+    if query.languages:
+        parts.append("(" + " OR ".join(_quote([language_token(lang)]) for lang in query.languages) + ")")
     return " AND ".join(parts)
 
 
@@ -105,11 +124,11 @@ class SQLiteSearchBackend(SearchBackend):
             indexed = dict(cur.fetchall())
             if not indexed:
                 return
-            cur.execute(f"SELECT id, address, title, headings, body FROM indexer_document WHERE id IN "
+            cur.execute(f"SELECT id, address, title, headings, body, language FROM indexer_document WHERE id IN "
                         f"({','.join(['%s'] * len(indexed))})", list(indexed))
             deletes, stale = [], []
-            for document_id, address, title, headings, body in cur.fetchall():
-                row = prepare_row(_Stored(address, title, headings, textstore.from_database(body)))
+            for document_id, address, title, headings, body, language in cur.fetchall():
+                row = prepare_row(_Stored(address, title, headings, textstore.from_database(body), language))
                 if row[7] == indexed[document_id]:
                     deletes.append(("delete", document_id, *row[:4]))
                 else:
@@ -146,7 +165,7 @@ class SQLiteSearchBackend(SearchBackend):
         # counts the title heavily, so pages titled with the terms are never cut off.
         with connections[self.using].cursor() as cur:
             cur.execute(
-                """SELECT f.rowid, d.address, d.title, d.fetched_at, bm25(indexer_fts, 0, 0, %s, 1)
+                """SELECT f.rowid, d.address, d.title, d.fetched_at, bm25(indexer_fts, 0, 0, %s, 1), d.language
                    FROM indexer_fts f JOIN indexer_document d ON d.id = f.rowid
                    WHERE indexer_fts MATCH %s
                    ORDER BY bm25(indexer_fts, %s, %s, %s, 1), f.rowid LIMIT %s""",
@@ -154,7 +173,8 @@ class SQLiteSearchBackend(SearchBackend):
                  weights.headings, limit],
             )
             # bm25() is lower-is-better and negative: flip it.
-            return [Candidate(r[0], r[1], r[2], as_datetime(r[3]), -float(r[4])) for r in cur.fetchall()]
+            return [Candidate(r[0], r[1], r[2], as_datetime(r[3]), -float(r[4]), language=r[5])
+                    for r in cur.fetchall()]
 
     def listed(self, query, limit, offset):
         with connections[self.using].cursor() as cur:

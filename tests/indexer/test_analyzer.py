@@ -63,10 +63,10 @@ def test_it_tokenizes_by_chunks_exactly_as_the_regex_does(text):
 
 def test_it_keeps_tokenizing_when_the_chunk_cache_is_full(monkeypatch):
     monkeypatch.setattr(analyzer, "CHUNK_CACHE_SIZE", 3)
-    monkeypatch.setattr(analyzer, "_chunk_tokens", analyzer._ChunkTokens())
+    monkeypatch.setattr(analyzer, "_chunk_caches", {})
     text = "one two three four five os.path.join six"
     assert [tokens(text) for _ in range(3)] == [analyzer.tokens_by_regex(text)] * 3
-    assert len(analyzer._chunk_tokens) <= 3
+    assert len(analyzer._chunk_caches["en"]) <= 3
 
 
 @pytest.mark.parametrize("raw, terms, phrases, sites", [
