@@ -1,0 +1,233 @@
+"""A page's main content apart from its site's furniture, on the lxml tree the parser already has.
+
+Most real templates mark nothing: their menus are lists of links in a <div>, their footers
+a <div class="footer">, their cookie banners and newsletter boxes a <div> with a name that
+says so. So beside the landmarks (<nav>, <aside>, page-level <header>/<footer>, ARIA
+roles: indexer/parse.py), an element is furniture when, in this order (the outermost one
+found is taken whole; nothing inside it is looked at):
+
+* its class or id names furniture (menu, sidebar, breadcrumb, cookie, share, related…) and
+  none names content (content, article, post, main…), and it holds less than half the
+  page's text (a <div class="page-wrapper-menu-open"> around everything is not a menu);
+* it is a <button>, a <select>, a <form> holding less than a fifth of the page's text
+  (search boxes, sign-up forms; ASP.NET wraps whole pages in one), or a <label>;
+* it is a block whose text is mostly link text in short links: a menu, a tag cloud, a
+  "related posts" list, a footer's columns of links. Short: a menu's links average a
+  couple of words; a listing page's links are headlines, and a listing's headlines are
+  that page's content (WCXB's ground truth keeps them).
+
+These are the rules of Readability's "unlikely candidates", Boilerpipe's link density and
+jusText's short-block classes, applied to elements (measured on WCXB's pages in
+bench/maincontent.py, where they were chosen against trafilatura, resiliparse,
+readability-lxml and justext; docs/content.md has the table). Per element the walk keeps
+two numbers (text characters, link text characters), summed bottom-up in one pass.
+"""
+
+import re
+
+# Names of furniture in class and id attributes, as words or parts of words (BEM's
+# "site-header__menu", Bootstrap's "navbar", WordPress's "widget-area").
+_FURNITURE_NAME = re.compile(
+    r"(?i)(?:^|[\s_-])(?:nav|navbar|navigation|menu|menubar|submenu|breadcrumbs?|sidebar|side-bar|"
+    r"footer|masthead|topbar|toolbar|cookies?|consent|gdpr|newsletter|subscribe|subscription|signup|"
+    r"social|share|sharing|related|recommended|promo|advert|advertisement|ads|sponsor(?:ed)?|"
+    r"pagination|pager|skip-link|skiplink|modal|popup|disclaimer|copyright|login|"
+    r"minicart|search-form|searchform|site-header|global-header|header-nav|"
+    r"outbrain|taboola)(?:$|[\s_-])")
+_CONTENT_NAME = re.compile(r"(?i)(?:^|[^a-z])(?:content|article|post|entry|main|body|story|text|prose|"
+                           r"blog|thread|message|topic|question|answer|product|description|docs?|layout|"
+                           r"with-sidebar|has-sidebar)(?:$|[^a-z])")
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_NEVER = frozenset({"html", "body", "main", "article"})
+_CONTROLS = frozenset({"select", "label", "option", "input", "textarea"})
+SHORT_BUTTON_CHARS = 40
+SHORT_NOSCRIPT_CHARS = 300  # "This site needs JavaScript": a longer <noscript> is the page for readers without scripts  # "Add to cart", "Sign up": a longer button is an accordion's question
+_LINK_BLOCKS = frozenset({"ul", "ol", "dl", "div", "table", "tbody", "tr", "td", "section", "p", "li", "span",
+                          "menu", "center", "font"})
+
+NAMED_SHARE = 0.5  # an element named like furniture is not taken when it holds this share of the text or more
+FORM_SHARE = 0.2
+LINK_DENSITY = 0.8  # a block whose text is at least this share of link text …
+SHORT_LINK_CHARS = 20  # … in links of at most this many characters on average is a list of links
+MIN_LINKS = 1
+MAIN_SHARE = 0.85
+
+
+def _length(text) -> int:
+    return len(text) - text.count(" ") - text.count("\n") if text else 0
+
+
+def furniture(body) -> list:
+    """The outermost elements under `body` (an lxml element, scripts and styles already
+    gone) that are furniture by the rules above, in document order."""
+    chars: dict = {}
+    links: dict = {}
+    counts: dict = {}
+    elements = list(body.iter())
+    for el in reversed(elements):  # children before parents: sums flow up
+        own = chars.get(el, 0) + _length(el.text)
+        chars[el] = own
+        parent = el.getparent()
+        if parent is None or el is body:
+            continue
+        tag = el.tag
+        if tag == "a":
+            links[el] = own
+            counts[el] = counts.get(el, 0) + 1
+        chars[parent] = chars.get(parent, 0) + own + _length(el.tail)
+        if el in links:
+            links[parent] = links.get(parent, 0) + links[el]
+            counts[parent] = counts.get(parent, 0) + counts[el]
+    total = chars.get(body, 0)
+    if not total:
+        return []
+    found = []
+    stack = list(reversed(body))
+    while stack:
+        el = stack.pop()
+        size = chars.get(el, 0)
+        if not size or not isinstance(el.tag, str):
+            continue
+        if _is_furniture(el, size, links.get(el, 0), counts.get(el, 0), total):
+            found.append(el)
+        else:
+            stack.extend(reversed(el))
+    return found + _outside_main(body, chars, links, found)
+
+
+def _outside_main(body, chars: dict, links: dict, found: list) -> list:
+    """What lies beside the page's main block: from the body down, while one child holds
+    MAIN_SHARE of its parent's prose (text outside links and outside furniture), that
+    child is the way on; its text-bearing siblings on the way are furniture."""
+    prose = {el: chars.get(el, 0) - links.get(el, 0) for el in chars}
+    for el in found:
+        lost = prose.get(el, 0)
+        if lost:
+            for ancestor in el.iterancestors():
+                if ancestor in prose:
+                    prose[ancestor] -= lost
+        prose[el] = 0
+    beside = []
+    el = body
+    while True:
+        here = prose.get(el, 0)
+        if here <= 0:
+            break
+        way = None
+        for child in el:
+            if prose.get(child, 0) >= MAIN_SHARE * here:
+                way = child
+                break
+        if way is None:
+            break
+        kind = _kind(way)
+        # A post's or an item's like are content too, and so is a heading (an article's <h1>
+        # often stands outside the block of its text).
+        beside.extend(child for child in el if child is not way and chars.get(child, 0) > 0
+                      and _kind(child) != kind and child.tag not in _HEADINGS)
+        el = way
+    return beside
+
+
+def _is_furniture(el, size: int, link_chars: int, link_count: int, total: int) -> bool:
+    tag = el.tag
+    if tag in _NEVER:
+        return False
+    if tag in _CONTROLS:
+        return True
+    if tag == "noscript":
+        return size < SHORT_NOSCRIPT_CHARS
+    if tag == "button":
+        return size <= SHORT_BUTTON_CHARS
+    if tag == "form":
+        return size < FORM_SHARE * total
+    names = (el.get("class") or "") + " " + (el.get("id") or "")
+    if len(names) > 1 and size < NAMED_SHARE * total and _FURNITURE_NAME.search(names) \
+            and not _CONTENT_NAME.search(names):
+        return True
+    if tag in _LINK_BLOCKS and link_count >= MIN_LINKS and link_chars >= LINK_DENSITY * size \
+            and link_chars <= SHORT_LINK_CHARS * link_count:
+        return True
+    return False
+
+
+def _kind(el) -> tuple:
+    """An element's tag and class: the posts of a thread, the items of a list share them."""
+    return el.tag, el.get("class")
+
+
+# -- the title
+
+# What separates a title's parts: "Page — Site", "Site | Page", "Section :: Page".
+_TITLE_PARTS = re.compile(r"\s+[—–|·•:-]\s+|\s*::\s*|\s+[»›]\s+")
+_WORD = re.compile(r"\w+")
+_AFTER_HEADING = " ¶#§"  # Sphinx's and others' anchor marks after a heading
+
+
+def choose_title(title: str, og_title: str, h1: str) -> str:
+    """The page's own title, from its <title>, its og:title and its first <h1>: the <h1>
+    when the <title> or og:title names it too (the page confirms it: "Page | Site" and
+    <h1>Page</h1>); else og:title's longest part, else <title>'s (the site's name is the
+    shorter part as a rule). Measured against WCXB's ground-truth titles in
+    bench/maincontent.py: <title> as it is 20 % exact, og:title 41 %, <h1> 63 %, this 74 %."""
+    h1 = h1.rstrip(_AFTER_HEADING)
+    words = _words(h1)
+    if words.strip() and (words in _words(title) or words in _words(og_title)):
+        return h1
+    for candidate in (og_title, title):
+        parts = [part for part in _TITLE_PARTS.split(candidate) if _WORD.search(part)]
+        if parts:
+            return max(parts, key=len)
+    return title or og_title or h1
+
+
+def _words(text: str) -> str:
+    return " " + " ".join(_WORD.findall(text.casefold())) + " "
+
+
+# -- the stored form: Document.body holds the whole visible text, Document.boilerplate the
+# ranges of it that are furniture ("start-end", space-separated).
+
+MIN_MAIN_CHARS = 200  # less main text than this, and less than MIN_MAIN_SHARE of the page: none was found
+MIN_MAIN_SHARE = 0.1
+
+
+def encode_spans(spans: list[tuple[int, int]]) -> str:
+    """(start, end) ranges as Document.boilerplate keeps them: "12-340 900-1200"."""
+    return " ".join(f"{a}-{b}" for a, b in spans)
+
+
+def decode_spans(value: str) -> list[tuple[int, int]]:
+    spans = []
+    for item in (value or "").split():
+        a, _, b = item.partition("-")
+        if a.isdigit() and b.isdigit():
+            spans.append((int(a), int(b)))
+    return spans
+
+
+def without_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    """text with these ranges left out (a space where each was)."""
+    pieces, position = [], 0
+    for a, b in sorted(spans):
+        if a >= len(text):
+            break
+        if a > position:
+            pieces.append(text[position:a])
+        position = max(position, b)
+    pieces.append(text[position:])
+    return " ".join(" ".join(pieces).split())
+
+
+def main_text(body: str, boilerplate) -> str:
+    """The page's main text: its visible text without the furniture ranges (boilerplate: a
+    list of (start, end) or Document.boilerplate's string). A page where no main content
+    was found (less than MIN_MAIN_CHARS and less than MIN_MAIN_SHARE of the text is left)
+    keeps all its text."""
+    spans = decode_spans(boilerplate) if isinstance(boilerplate, str) else boilerplate
+    if not spans or not body:
+        return body
+    main = without_spans(body, spans)
+    if len(main) < MIN_MAIN_CHARS and len(main) < MIN_MAIN_SHARE * len(body):
+        return body
+    return main
