@@ -221,7 +221,8 @@ def main(argv=None):
     if any(n.startswith("ours") for n in names):
         _, parse_ms = measure("parse", _parse_only(), pages, args.repeat)
     print(f"{len(pages)} pages from {args.corpus}; CPU ms/page: best of {args.repeat} passes")
-    header = f"{'extractor':16} {'F1':>6} {'prec':>6} {'recall':>6} {'with':>6} {'w/out':>6} {'ms/page':>8} {'+main':>7}"
+    header = (f"{'extractor':16} {'F1':>6} {'prec':>6} {'recall':>6} {'with':>6} {'w/out':>6} {'ms/page':>8} "
+              f"{'+main':>7}")
     print(header)
     results = {}
     for name in names:

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from .analyzer import tokens
+from .maincontent import main_text
 from .query import site_tokens
 from .ranking import url_words
 
@@ -22,7 +23,10 @@ class IndexedFields:
 
 
 def index_fields(document) -> IndexedFields:
-    """document: anything with address, title, headings and body (an indexer.Document)."""
+    """document: anything with address, title, headings and body (an indexer.Document), and
+    maybe boilerplate (Document.boilerplate's ranges). The body field is the page's main
+    text: its furniture is not indexed (docs/content.md says why)."""
     host = urlsplit(document.address).hostname or ""
+    body = main_text(document.body, getattr(document, "boilerplate", ""))
     return IndexedFields(tokens(document.title), tokens(url_words(document.address)), tokens(document.headings),
-                         tokens(document.body), site_tokens(host) if host else [])
+                         tokens(body), site_tokens(host) if host else [])

@@ -40,8 +40,8 @@ _CONTENT_NAME = re.compile(r"(?i)(?:^|[^a-z])(?:content|article|post|entry|main|
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _NEVER = frozenset({"html", "body", "main", "article"})
 _CONTROLS = frozenset({"select", "label", "option", "input", "textarea"})
-SHORT_BUTTON_CHARS = 40
-SHORT_NOSCRIPT_CHARS = 300  # "This site needs JavaScript": a longer <noscript> is the page for readers without scripts  # "Add to cart", "Sign up": a longer button is an accordion's question
+SHORT_BUTTON_CHARS = 40  # "Add to cart", "Sign up": a longer button is an accordion's question
+SHORT_NOSCRIPT_CHARS = 300  # "This site needs JavaScript"; a longer <noscript> is the page for readers without scripts
 _LINK_BLOCKS = frozenset({"ul", "ol", "dl", "div", "table", "tbody", "tr", "td", "section", "p", "li", "span",
                           "menu", "center", "font"})
 

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from crawlerweb import stagetime
@@ -326,11 +327,13 @@ class _DocumentView(NamedTuple):
     title: str
     headings: str
     body: str
+    boilerplate: list  # (start, end) ranges of body: its furniture, which is not indexed
 
 
 def _as_document(page: PreparedPage) -> _DocumentView:
     """What the search backend indexes of a page."""
-    return _DocumentView(page.url, page.parsed.title, page.parsed.headings, page.parsed.text)
+    return _DocumentView(page.url, page.parsed.title, page.parsed.headings, page.parsed.text,
+                         page.parsed.boilerplate)
 
 
 def search(query: str, limit: int = 10, offset: int = 0) -> SearchResults:
@@ -370,7 +373,7 @@ def reindex(batch: int = 200, progress=None) -> int:
     the index layout changed), and the near-duplicate bands (indexer/neardup.py). Returns
     how many documents were indexed."""
     backend = get_search_backend()
-    fields = ["id", "address", "title", "headings", "body"]
+    fields = ["id", "address", "title", "headings", "body", "boilerplate"]
     with transaction.atomic():
         backend.clear()
         ids = list(Document.objects.filter(indexed=True).order_by("id").values_list("id", flat=True))
@@ -383,11 +386,15 @@ def reindex(batch: int = 200, progress=None) -> int:
 
 
 def document_counts() -> dict:
+    """Documents in all, indexed, duplicates, noindex; and indexed ones by content type
+    (by_type: the types read for text, docs/content.md)."""
+    by_type = Document.objects.filter(indexed=True).values_list("content_type").annotate(n=Count("id"))
     return {
         "documents": Document.objects.count(),
         "indexed": Document.objects.filter(indexed=True).count(),
         "duplicates": Document.objects.exclude(duplicate_of=None).count(),
         "noindex": Document.objects.filter(noindex=True).count(),
+        "by_type": dict(sorted(by_type, key=lambda row: -row[1])),
     }
 
 

@@ -61,6 +61,7 @@ class _Stored(NamedTuple):
     title: str
     headings: str
     body: str
+    boilerplate: str
 
 
 def _quote(tokens: list[str]) -> str:
@@ -105,11 +106,11 @@ class SQLiteSearchBackend(SearchBackend):
             indexed = dict(cur.fetchall())
             if not indexed:
                 return
-            cur.execute(f"SELECT id, address, title, headings, body FROM indexer_document WHERE id IN "
+            cur.execute(f"SELECT id, address, title, headings, body, boilerplate FROM indexer_document WHERE id IN "
                         f"({','.join(['%s'] * len(indexed))})", list(indexed))
             deletes, stale = [], []
-            for document_id, address, title, headings, body in cur.fetchall():
-                row = prepare_row(_Stored(address, title, headings, textstore.from_database(body)))
+            for document_id, address, title, headings, body, boilerplate in cur.fetchall():
+                row = prepare_row(_Stored(address, title, headings, textstore.from_database(body), boilerplate or ""))
                 if row[7] == indexed[document_id]:
                     deletes.append(("delete", document_id, *row[:4]))
                 else:

@@ -117,3 +117,13 @@ def test_it_honours_meta_robots_and_skips_non_html(crawled):
 def test_it_refuses_to_crawl_when_nothing_is_left(crawled):
     with pytest.raises(Exception, match="nothing to crawl"):
         call_command("crawl", "--no-progress", stdout=StringIO())
+
+
+def test_the_summary_says_what_was_indexed_by_type_and_what_only_archived(crawled):
+    web, report, summary = crawled
+    documents = summary["documents"]
+    assert documents["by_type"]["text/html"] >= 1
+    assert set(documents["by_type"]) <= {"text/html", "application/xhtml+xml", "application/pdf"}
+    assert sum(documents["by_type"].values()) == documents["indexed"]
+    archived_only = Url.objects.filter(state="fetched", outcome="not_html").count()
+    assert summary["by_outcome"].get("fetched:not_html", 0) == archived_only
