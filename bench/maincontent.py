@@ -111,12 +111,12 @@ def _ours_body():
 
 def _ours_stored():
     """What the crawler indexes as the page's main text: the body without its boilerplate ranges."""
+    from indexer.maincontent import main_text
     from indexer.parse import parse_html
-    from indexer.snippets import without_spans
 
     def run(page):
         parsed = parse_html(page["html"], page["url"], "utf-8")
-        return without_spans(parsed.text, parsed.boilerplate)
+        return main_text(parsed.text, parsed.boilerplate)
     return run
 
 

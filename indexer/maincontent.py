@@ -2,25 +2,30 @@
 
 Most real templates mark nothing: their menus are lists of links in a <div>, their footers
 a <div class="footer">, their cookie banners and newsletter boxes a <div> with a name that
-says so. So beside the landmarks (<nav>, <aside>, page-level <header>/<footer>, ARIA
-roles: indexer/parse.py), an element is furniture when, in this order (the outermost one
-found is taken whole; nothing inside it is looked at):
+says so. An element is furniture (the outermost one found is taken whole; nothing inside
+it is looked at) when:
 
-* its class or id names furniture (menu, sidebar, breadcrumb, cookie, share, related…) and
-  none names content (content, article, post, main…), and it holds less than half the
-  page's text (a <div class="page-wrapper-menu-open"> around everything is not a menu);
-* it is a <button>, a <select>, a <form> holding less than a fifth of the page's text
-  (search boxes, sign-up forms; ASP.NET wraps whole pages in one), or a <label>;
-* it is a block whose text is mostly link text in short links: a menu, a tag cloud, a
-  "related posts" list, a footer's columns of links. Short: a menu's links average a
-  couple of words; a listing page's links are headlines, and a listing's headlines are
-  that page's content (WCXB's ground truth keeps them).
+1. it is a landmark the parser found (<nav>, <aside>, a page-level <header>/<footer>, ARIA
+   roles: indexer/parse.py), or its class or id names furniture (menu, sidebar,
+   breadcrumb, cookie, share, related…) and none names content (content, article, post,
+   main…); either way holding less than half the page's text (a <header> left unclosed,
+   a <div class="page-wrapper-menu-open"> around everything is the page);
+2. it is a form control (<select>, <label>, a short <button>), a <form> holding less than a
+   fifth of the text (search boxes, sign-up forms; ASP.NET wraps whole pages in one), or
+   a short <noscript> ("enable JavaScript");
+3. it lies beside the main block: from the body down, while one child holds MAIN_SHARE of
+   its parent's prose (text outside links and outside furniture), that child is the way
+   on, and its siblings are furniture unless they are headings or alike (same tag and
+   class: a thread's posts, a listing's items);
+4. outside the main block, it is a block of mostly link text in short links: a menu, a
+   tag cloud, a footer's columns of links. Inside the main block such a list is content
+   (a list page, a table of contents), and a listing's links are headlines, longer.
 
-These are the rules of Readability's "unlikely candidates", Boilerpipe's link density and
-jusText's short-block classes, applied to elements (measured on WCXB's pages in
-bench/maincontent.py, where they were chosen against trafilatura, resiliparse,
-readability-lxml and justext; docs/content.md has the table). Per element the walk keeps
-two numbers (text characters, link text characters), summed bottom-up in one pass.
+These are Readability's "unlikely candidates" and top candidate, Boilerpipe's link density
+and jusText's short blocks, applied to elements; measured on WCXB's real pages in
+bench/maincontent.py against trafilatura, resiliparse, readability-lxml and justext
+(docs/content.md has the table). Per element one bottom-up pass sums two numbers (text and
+link-text characters); the rules are top-down walks that stop at what they take.
 """
 
 import re
@@ -45,21 +50,22 @@ SHORT_NOSCRIPT_CHARS = 300  # "This site needs JavaScript"; a longer <noscript> 
 _LINK_BLOCKS = frozenset({"ul", "ol", "dl", "div", "table", "tbody", "tr", "td", "section", "p", "li", "span",
                           "menu", "center", "font"})
 
-NAMED_SHARE = 0.5  # an element named like furniture is not taken when it holds this share of the text or more
+MAX_FURNITURE_SHARE = 0.5  # an element holding this share of the text or more is never furniture (broken markup)
 FORM_SHARE = 0.2
-LINK_DENSITY = 0.8  # a block whose text is at least this share of link text …
-SHORT_LINK_CHARS = 20  # … in links of at most this many characters on average is a list of links
-MIN_LINKS = 1
-MAIN_SHARE = 0.85
+LINK_DENSITY = 0.6  # a block whose text is at least this share of link text …
+SHORT_LINK_CHARS = 30  # … in links of at most this many characters on average is a list of links
+MAIN_SHARE = 0.85  # a child holding this share of its parent's prose is the way to the main block
 
 
 def _length(text) -> int:
     return len(text) - text.count(" ") - text.count("\n") if text else 0
 
 
-def furniture(body) -> list:
+def furniture(body, landmarks: list = ()) -> list:
     """The outermost elements under `body` (an lxml element, scripts and styles already
-    gone) that are furniture by the rules above, in document order."""
+    gone) that are furniture: the landmarks given (the parser's <nav>, <header>, roles…)
+    that hold less than half the page's text (a <header> left unclosed holds the whole
+    page), and those the rules above find."""
     chars: dict = {}
     links: dict = {}
     counts: dict = {}
@@ -81,23 +87,45 @@ def furniture(body) -> list:
     total = chars.get(body, 0)
     if not total:
         return []
+    landmarks = set(landmarks)
+
+    def named(el, size):
+        return (el in landmarks and size < MAX_FURNITURE_SHARE * total) or _is_furniture(el, size, total)
+
+    def link_list(el, size):
+        return el.tag in _LINK_BLOCKS and size < MAX_FURNITURE_SHARE * total and \
+            _is_link_list(size, links.get(el, 0), counts.get(el, 0))
+
+    found = _walk(body, chars, named, set())
+    block, beside = _main_block(body, chars, links, found)
+    # Lists of short links inside the main block are its content (a list page, a table of
+    # contents); outside it they are menus.
+    skip = set(found).union(beside)
+    if block is not body:
+        skip.add(block)
+    return found + beside + _walk(body, chars, link_list, skip)
+
+
+def _walk(body, chars: dict, test, skip: set) -> list:
+    """The outermost elements under body for which test(element, its size) holds, not
+    looking into those in skip."""
     found = []
     stack = list(reversed(body))
     while stack:
         el = stack.pop()
         size = chars.get(el, 0)
-        if not size or not isinstance(el.tag, str):
+        if not size or el in skip or not isinstance(el.tag, str):
             continue
-        if _is_furniture(el, size, links.get(el, 0), counts.get(el, 0), total):
+        if test(el, size):
             found.append(el)
         else:
             stack.extend(reversed(el))
-    return found + _outside_main(body, chars, links, found)
+    return found
 
 
-def _outside_main(body, chars: dict, links: dict, found: list) -> list:
-    """What lies beside the page's main block: from the body down, while one child holds
-    MAIN_SHARE of its parent's prose (text outside links and outside furniture), that
+def _main_block(body, chars: dict, links: dict, found: list) -> tuple:
+    """The page's main block and what lies beside it: from the body down, while one child
+    holds MAIN_SHARE of its parent's prose (text outside links and outside furniture), that
     child is the way on; its text-bearing siblings on the way are furniture."""
     prose = {el: chars.get(el, 0) - links.get(el, 0) for el in chars}
     for el in found:
@@ -126,10 +154,10 @@ def _outside_main(body, chars: dict, links: dict, found: list) -> list:
         beside.extend(child for child in el if child is not way and chars.get(child, 0) > 0
                       and _kind(child) != kind and child.tag not in _HEADINGS)
         el = way
-    return beside
+    return el, beside
 
 
-def _is_furniture(el, size: int, link_chars: int, link_count: int, total: int) -> bool:
+def _is_furniture(el, size: int, total: int) -> bool:
     tag = el.tag
     if tag in _NEVER:
         return False
@@ -142,13 +170,14 @@ def _is_furniture(el, size: int, link_chars: int, link_count: int, total: int) -
     if tag == "form":
         return size < FORM_SHARE * total
     names = (el.get("class") or "") + " " + (el.get("id") or "")
-    if len(names) > 1 and size < NAMED_SHARE * total and _FURNITURE_NAME.search(names) \
+    if len(names) > 1 and size < MAX_FURNITURE_SHARE * total and _FURNITURE_NAME.search(names) \
             and not _CONTENT_NAME.search(names):
         return True
-    if tag in _LINK_BLOCKS and link_count >= MIN_LINKS and link_chars >= LINK_DENSITY * size \
-            and link_chars <= SHORT_LINK_CHARS * link_count:
-        return True
     return False
+
+
+def _is_link_list(size: int, link_chars: int, link_count: int) -> bool:
+    return link_chars >= LINK_DENSITY * size and link_chars <= SHORT_LINK_CHARS * link_count
 
 
 def _kind(el) -> tuple:

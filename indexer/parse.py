@@ -151,7 +151,7 @@ def _mark_furniture(doc, roles: bool = True, body=None) -> int:
     if roles:
         found += [el for el in _WITH_ROLE(doc) if (el.get("role") or "").strip().lower() in _FURNITURE_ROLES]
     if body is not None:
-        found += maincontent.furniture(body)
+        found = maincontent.furniture(body, found)
     if not found:
         return []
     candidates = dict.fromkeys(found)  # lxml keeps one proxy per element while it is referenced: identity works

@@ -98,7 +98,10 @@ def test_a_long_noscript_is_the_page_a_short_one_is_furniture():
 def test_a_page_where_no_main_content_is_found_keeps_all_its_text():
     html = "<html><body><div class=menu><a href=/a>Oils</a> <a href=/b>Wicks</a></div></body></html>"
     page = parse_html(html.encode(), "http://coast.test/")
-    assert page.boilerplate and main_text(page.text, page.boilerplate) == page.text == "Oils Wicks"
+    assert main_text(page.text, page.boilerplate) == page.text == "Oils Wicks"  # a menu that is the page is the page
+    menu = "Home About Tides Shop Contact " * 10
+    assert main_text(menu + "Hi", [(0, len(menu))]) == menu + "Hi"  # 2 characters left: none found
+    assert main_text(menu + ARTICLE, [(0, len(menu))]) == ARTICLE
 
 
 def test_the_title_is_the_h1_the_pages_title_names_else_the_titles_longest_part():
