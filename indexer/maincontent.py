@@ -29,6 +29,7 @@ link-text characters); the rules are top-down walks that stop at what they take.
 """
 
 import re
+from functools import lru_cache
 
 # Names of furniture in class and id attributes, as words or parts of words (BEM's
 # "site-header__menu", Bootstrap's "navbar", WordPress's "widget-area").
@@ -57,30 +58,31 @@ SHORT_LINK_CHARS = 30  # … in links of at most this many characters on average
 MAIN_SHARE = 0.85  # a child holding this share of its parent's prose is the way to the main block
 
 
-def _length(text) -> int:
-    return len(text) - text.count(" ") - text.count("\n") if text else 0
-
-
 def furniture(body, landmarks: list = ()) -> list:
     """The outermost elements under `body` (an lxml element, scripts and styles already
     gone) that are furniture: the landmarks given (the parser's <nav>, <header>, roles…)
     that hold less than half the page's text (a <header> left unclosed holds the whole
     page), and those the rules above find."""
+    # Characters of text (a text's length without its outer whitespace: indentation is not
+    # text), of link text, and links, per element with its descendants.
     chars: dict = {}
     links: dict = {}
     counts: dict = {}
+    get = chars.get
     elements = list(body.iter())
-    for el in reversed(elements):  # children before parents: sums flow up
-        own = chars.get(el, 0) + _length(el.text)
+    elements.reverse()  # children before parents: the sums flow up
+    for el in elements:
+        text = el.text
+        own = get(el, 0) + (len(text.strip()) if text else 0)
         chars[el] = own
-        parent = el.getparent()
-        if parent is None or el is body:
+        if el is body:
             continue
-        tag = el.tag
-        if tag == "a":
+        parent = el.getparent()
+        tail = el.tail
+        chars[parent] = get(parent, 0) + own + (len(tail.strip()) if tail else 0)
+        if el.tag == "a":
             links[el] = own
             counts[el] = counts.get(el, 0) + 1
-        chars[parent] = chars.get(parent, 0) + own + _length(el.tail)
         if el in links:
             links[parent] = links.get(parent, 0) + links[el]
             counts[parent] = counts.get(parent, 0) + counts[el]
@@ -170,10 +172,12 @@ def _is_furniture(el, size: int, total: int) -> bool:
     if tag == "form":
         return size < FORM_SHARE * total
     names = (el.get("class") or "") + " " + (el.get("id") or "")
-    if len(names) > 1 and size < MAX_FURNITURE_SHARE * total and _FURNITURE_NAME.search(names) \
-            and not _CONTENT_NAME.search(names):
-        return True
-    return False
+    return len(names) > 1 and size < MAX_FURNITURE_SHARE * total and _names_furniture(names)
+
+
+@lru_cache(maxsize=4096)  # a page repeats its class names ("item", "card"), and a site its pages'
+def _names_furniture(names: str) -> bool:
+    return _FURNITURE_NAME.search(names) is not None and _CONTENT_NAME.search(names) is None
 
 
 def _is_link_list(size: int, link_chars: int, link_count: int) -> bool:
