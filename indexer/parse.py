@@ -301,7 +301,10 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
             inside = set(furniture)
             headings = [(h, text) for h, text in headings
                         if h not in inside and not any(a in inside for a in h.iterancestors())]
-        page.headings = " · ".join(text for _, text in headings)[:MAX_HEADINGS_CHARS]
+        shown = [text for _, text in headings]
+        if title_text and page.title != title_text:  # the <title>'s other words stay searchable
+            shown.insert(0, title_text)
+        page.headings = " · ".join(shown)[:MAX_HEADINGS_CHARS]
         text = _text(body_el if body_el is not None else doc)
         if furniture or _START in text or _END in text:
             # Every marker where it was put, or (a page that carries the characters itself) none.
