@@ -14,7 +14,7 @@ from crawlerweb.adminkit import BigTableAdmin, ReadOnlyAdmin
 from archive import warc, replay
 from fetch import http
 
-from .maincontent import decode_spans, main_text
+from .maincontent import decode_spans, indexed_text
 from .models import Document
 
 # Shown in the page; the whole body is one click away as a download.
@@ -46,13 +46,13 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
     @admin.display(description="main text")
     def main_text(self, document):
         """The page's own words, as indexed and as snippets show them (indexer/maincontent.py)."""
-        return _folded(main_text(document.body or "", document.boilerplate or ""))
+        return _folded(indexed_text(document.body or "", document.boilerplate or "", document.content_type))
 
     @admin.display(description="furniture")
     def furniture(self, document):
         """The rest of its visible text: menus, banners, footers, sidebars (not indexed)."""
         body = document.body or ""
-        if main_text(body, document.boilerplate or "") == body:
+        if indexed_text(body, document.boilerplate or "", document.content_type) == body:
             return "–"
         return _folded(" … ".join(body[a:b] for a, b in decode_spans(document.boilerplate)))
 

@@ -4,7 +4,7 @@ text the index was built from with the page's fields, read in id order a batch a
 
 from crawlerweb.paging import in_id_order
 
-from .maincontent import main_text
+from .maincontent import indexed_text
 from .models import Document
 
 DOCUMENT_COLUMNS = ("id", "url_id", "address", "title", "headings", "body", "boilerplate", "status", "content_type",
@@ -23,7 +23,7 @@ def document_rows(origin: str | None = None, batch: int = 500):
         out = {}
         for key, value in row.items():
             if key == "boilerplate":
-                out["main_text"] = main_text(row["body"] or "", value or "")
+                out["main_text"] = indexed_text(row["body"] or "", value or "", row["content_type"])
             else:
                 out[_RENAMED.get(key, key)] = value
         yield out

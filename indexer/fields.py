@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from .analyzer import tokens
-from .maincontent import main_text
+from .maincontent import indexed_text
 from .query import site_tokens
 from .ranking import url_words
 
@@ -24,9 +24,9 @@ class IndexedFields:
 
 def index_fields(document) -> IndexedFields:
     """document: anything with address, title, headings and body (an indexer.Document), and
-    maybe boilerplate (Document.boilerplate's ranges). The body field is the page's main
-    text: its furniture is not indexed (docs/content.md says why)."""
+    maybe boilerplate (Document.boilerplate's ranges) and content_type. The body field is an
+    HTML page's main text: its furniture is not indexed (docs/content.md says why)."""
     host = urlsplit(document.address).hostname or ""
-    body = main_text(document.body, getattr(document, "boilerplate", ""))
+    body = indexed_text(document.body, getattr(document, "boilerplate", ""), getattr(document, "content_type", ""))
     return IndexedFields(tokens(document.title), tokens(url_words(document.address)), tokens(document.headings),
                          tokens(body), site_tokens(host) if host else [])

@@ -252,6 +252,16 @@ def without_spans(text: str, spans: list[tuple[int, int]]) -> str:
     return " ".join(" ".join(pieces).split())
 
 
+GEMTEXT_TYPE = "text/gemini"
+
+
+def indexed_text(body: str, boilerplate, content_type: str = "") -> str:
+    """What the index holds of a document's text: an HTML page's main text; a gemtext
+    page's whole text (its art blocks' alt text is furniture for snippets only, as it
+    always was)."""
+    return body if content_type == GEMTEXT_TYPE else main_text(body, boilerplate)
+
+
 def main_text(body: str, boilerplate) -> str:
     """The page's main text: its visible text without the furniture ranges (boilerplate: a
     list of (start, end) or Document.boilerplate's string). A page where no main content

@@ -328,12 +328,13 @@ class _DocumentView(NamedTuple):
     headings: str
     body: str
     boilerplate: list  # (start, end) ranges of body: its furniture, which is not indexed
+    content_type: str
 
 
 def _as_document(page: PreparedPage) -> _DocumentView:
     """What the search backend indexes of a page."""
     return _DocumentView(page.url, page.parsed.title, page.parsed.headings, page.parsed.text,
-                         page.parsed.boilerplate)
+                         page.parsed.boilerplate, page.content_type)
 
 
 def search(query: str, limit: int = 10, offset: int = 0) -> SearchResults:
@@ -373,7 +374,7 @@ def reindex(batch: int = 200, progress=None) -> int:
     the index layout changed), and the near-duplicate bands (indexer/neardup.py). Returns
     how many documents were indexed."""
     backend = get_search_backend()
-    fields = ["id", "address", "title", "headings", "body", "boilerplate"]
+    fields = ["id", "address", "title", "headings", "body", "boilerplate", "content_type"]
     with transaction.atomic():
         backend.clear()
         ids = list(Document.objects.filter(indexed=True).order_by("id").values_list("id", flat=True))

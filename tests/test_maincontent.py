@@ -163,3 +163,15 @@ def test_a_recrawl_takes_the_old_main_text_out_of_the_index():
                                 BLOG.replace("clockwork", "mechanism").encode())
     assert indexer.store_pages([page]) == {url.id: "indexed"}
     assert len(backend.search("clockwork")) == 0 and len(backend.search("mechanism")) == 1
+
+
+@pytest.mark.django_db
+def test_a_gemtext_pages_art_alt_text_stays_indexed():
+    backend = get_search_backend()
+    host = Host.objects.create(origin="gemini://capsule.test")
+    url = Url.objects.create(url_key=5, url="gemini://capsule.test/", host=host)
+    body = "# Lamps\n```lighthouse drawing\n  /\\\n /__\\\n |[]|\n```\nA page about lamps and their keepers.\n"
+    page = indexer.prepare_page(url.id, url.url, 200, "text/gemini", "utf-8", body.encode())
+    assert page.parsed.boilerplate  # the art's alt text is furniture for the snippet …
+    assert indexer.store_pages([page]) == {url.id: "indexed"}
+    assert [hit.url for hit in backend.search("drawing")] == [url.url]  # … and indexed, as before

@@ -62,6 +62,7 @@ class _Stored(NamedTuple):
     headings: str
     body: str
     boilerplate: str
+    content_type: str
 
 
 def _quote(tokens: list[str]) -> str:
@@ -106,11 +107,12 @@ class SQLiteSearchBackend(SearchBackend):
             indexed = dict(cur.fetchall())
             if not indexed:
                 return
-            cur.execute(f"SELECT id, address, title, headings, body, boilerplate FROM indexer_document WHERE id IN "
-                        f"({','.join(['%s'] * len(indexed))})", list(indexed))
+            cur.execute(f"SELECT id, address, title, headings, body, boilerplate, content_type FROM indexer_document "
+                        f"WHERE id IN ({','.join(['%s'] * len(indexed))})", list(indexed))
             deletes, stale = [], []
-            for document_id, address, title, headings, body, boilerplate in cur.fetchall():
-                row = prepare_row(_Stored(address, title, headings, textstore.from_database(body), boilerplate or ""))
+            for document_id, address, title, headings, body, boilerplate, content_type in cur.fetchall():
+                row = prepare_row(_Stored(address, title, headings, textstore.from_database(body), boilerplate or "",
+                                          content_type or ""))
                 if row[7] == indexed[document_id]:
                     deletes.append(("delete", document_id, *row[:4]))
                 else:
