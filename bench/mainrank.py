@@ -33,8 +33,11 @@ MAX_FURNITURE_QUERIES = 300
 
 
 def phrase_of(page: dict) -> str | None:
+    """Six words as the snippet writes them (split at spaces, punctuation at their ends
+    dropped: "we're" stays one word, as the analyzer reads it in the page)."""
     for snippet in page["with"]:
-        words = tokens(snippet)
+        words = [w.strip(".,;:!?\"'()[]{}«»“”‘’") for w in snippet.split()]
+        words = [w for w in words if any(c.isalnum() for c in w)]
         if len(words) >= PHRASE_WORDS:
             start = (len(words) - PHRASE_WORDS) // 2
             return " ".join(words[start:start + PHRASE_WORDS])

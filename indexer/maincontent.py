@@ -214,6 +214,15 @@ def choose_title(title: str, og_title: str, h1: str) -> str:
     return title or og_title or h1
 
 
+def is_part_of(chosen: str, title: str) -> bool:
+    """Whether `chosen` is whole parts of `title` ("Page" of "Page | Site"), so what the
+    title has beside it is other parts (a site's name), not words of the page's title
+    ("Page (2024)")."""
+    parts = [part for part in _TITLE_PARTS.split(title) if _WORD.search(part)]
+    wanted = _words(chosen)
+    return any(_words(" ".join(parts[i:j])) == wanted for i in range(len(parts)) for j in range(i + 1, len(parts) + 1))
+
+
 def _words(text: str) -> str:
     return " " + " ".join(_WORD.findall(text.casefold())) + " "
 

@@ -50,8 +50,8 @@ class ParsedPage:
     noindex: bool = False
     nofollow: bool = False
     # Where `text` is the page's furniture, not its content (navigation, banners, footers,
-    # sidebars): (start, end) character ranges, in order. Snippets skip them; the index
-    # does not (indexer/snippets.py).
+    # sidebars, cookie notices: indexer/maincontent.py): (start, end) character ranges, in
+    # order. Neither the index nor snippets read them (maincontent.main_text).
     boilerplate: list[tuple[int, int]] = field(default_factory=list)
 
 
@@ -142,7 +142,7 @@ _MARKS = re.compile("([\ufdd0\ufdd1])")
 MAX_BOILERPLATE_SPANS = 400
 
 
-def _mark_furniture(doc, roles: bool = True, body=None) -> int:
+def _mark_furniture(doc, roles: bool = True, body=None) -> list:
     """Put _START/_END around the outermost furniture elements (roles: look at role
     attributes too; body: look for unmarked furniture under it too, indexer/maincontent.py);
     the elements marked."""
@@ -302,8 +302,8 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
             headings = [(h, text) for h, text in headings
                         if h not in inside and not any(a in inside for a in h.iterancestors())]
         shown = [text for _, text in headings]
-        if title_text and page.title != title_text:  # the <title>'s other words stay searchable
-            shown.insert(0, title_text)
+        if title_text and not maincontent.is_part_of(page.title, title_text):
+            shown.insert(0, title_text)  # words of the <title> the title kept lacks stay searchable
         page.headings = " · ".join(shown)[:MAX_HEADINGS_CHARS]
         text = _text(body_el if body_el is not None else doc)
         if furniture or _START in text or _END in text:
