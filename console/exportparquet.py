@@ -20,9 +20,10 @@ _TIME = pa.timestamp("us", tz="UTC")  # Django's datetimes: aware, UTC, microsec
 # integer, ids and offsets are bigint), hashes as their hex strings.
 DOCUMENT_SCHEMA = pa.schema([
     ("id", pa.int64()), ("frontier_url_id", pa.int64()), ("url", pa.string()), ("title", pa.string()),
-    ("headings", pa.string()), ("text", pa.string()), ("status", pa.int64()), ("content_type", pa.string()),
-    ("size", pa.int64()), ("encoding", pa.string()), ("encoding_source", pa.string()), ("fetched_at", _TIME), ("content_hash", pa.string()), ("text_hash", pa.string()),
-    ("simhash", pa.int64()), ("indexed", pa.bool_()), ("noindex", pa.bool_()), ("duplicate_of_id", pa.int64()),
+    ("headings", pa.string()), ("text", pa.string()), ("main_text", pa.string()), ("status", pa.int64()),
+    ("content_type", pa.string()), ("size", pa.int64()), ("encoding", pa.string()), ("encoding_source", pa.string()),
+    ("fetched_at", _TIME), ("content_hash", pa.string()), ("text_hash", pa.string()), ("simhash", pa.int64()),
+    ("indexed", pa.bool_()), ("noindex", pa.bool_()), ("duplicate_of_id", pa.int64()),
     ("warc_file", pa.string()), ("warc_offset", pa.int64()), ("warc_length", pa.int64()),
     ("language", pa.string()),
 ])
@@ -36,7 +37,7 @@ URL_SCHEMA = pa.schema([
     ("simhash", pa.int64()), ("created_at", _TIME), ("host", pa.string()),
 ])
 # The columns whose size grows with the page, counted toward ROW_GROUP_CHARS.
-_WIDE_COLUMNS = ("title", "headings", "text", "outlinks")
+_WIDE_COLUMNS = ("title", "headings", "text", "main_text", "outlinks")
 
 
 def schema_for(what: str, outlinks: bool = False) -> pa.Schema:

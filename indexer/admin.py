@@ -14,6 +14,7 @@ from archive import warc, replay
 from fetch import http
 
 from . import decoding
+from .maincontent import decode_spans, indexed_text
 from .models import Document
 
 # Shown in the page; the whole body is one click away as a download.
@@ -33,24 +34,28 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
     search_fields = ("address", "title")
     raw_id_fields = ("url", "duplicate_of")
     readonly_fields = ("url_link", "raw_link", "replay_link", "content_hash", "size", "status", "fetched_at",
-                       "encoding", "encoding_source", "warc_file", "warc_offset", "warc_length", "text", "language")
+                       "encoding", "encoding_source", "warc_file", "warc_offset", "warc_length", "main_text", "furniture",
+                       "language")
     fieldsets = (
-        (None, {"fields": ("url_link", "address", "title", "headings", "text")}),
+        (None, {"fields": ("url_link", "address", "title", "headings", "main_text", "furniture")}),
         ("Response", {"fields": ("status", "content_type", "size", "fetched_at", "content_hash", "raw_link",
                                  "replay_link", "encoding", "encoding_source")}),
         ("Index", {"fields": ("indexed", "noindex", "duplicate_of", "language")}),
         ("Archive", {"fields": ("warc_file", "warc_offset", "warc_length")}),
     )
 
-    @admin.display(description="text")
-    def text(self, document):
-        """The stored text, folded: its first lines, the rest one click away."""
+    @admin.display(description="main text")
+    def main_text(self, document):
+        """The page's own words, as indexed and as snippets show them (indexer/maincontent.py)."""
+        return _folded(indexed_text(document.body or "", document.boilerplate or "", document.content_type))
+
+    @admin.display(description="furniture")
+    def furniture(self, document):
+        """The rest of its visible text: menus, banners, footers, sidebars (not indexed)."""
         body = document.body or ""
-        if len(body) <= TEXT_PREVIEW_CHARS:
-            return body or "–"
-        return format_html('<details><summary>{}… ({} characters: show all)</summary>'
-                           '<div style="white-space: pre-wrap">{}</div></details>',
-                           body[:TEXT_PREVIEW_CHARS], f"{len(body):,}", body)
+        if indexed_text(body, document.boilerplate or "", document.content_type) == body:
+            return "–"
+        return _folded(" … ".join(body[a:b] for a, b in decode_spans(document.boilerplate)))
 
     @admin.display(description="frontier URL")
     def url_link(self, document):
@@ -130,3 +135,12 @@ def _attachment(content: bytes, content_type: str, filename: str) -> HttpRespons
     response["X-Content-Type-Options"] = "nosniff"
     response["Content-Security-Policy"] = "sandbox"  # if a browser shows it anyway: no scripts, no origin
     return response
+
+
+def _folded(text: str):
+    """A text on a document's page: its first characters, the rest one click away."""
+    if len(text) <= TEXT_PREVIEW_CHARS:
+        return text or "–"
+    return format_html('<details><summary>{}… ({} characters: show all)</summary>'
+                       '<div style="white-space: pre-wrap">{}</div></details>',
+                       text[:TEXT_PREVIEW_CHARS], f"{len(text):,}", text)

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from crawlerweb import stagetime
@@ -352,11 +353,14 @@ class _DocumentView(NamedTuple):
     headings: str
     body: str
     language: str
+    boilerplate: list  # (start, end) ranges of body: its furniture, which is not indexed
+    content_type: str
 
 
 def _as_document(page: PreparedPage) -> _DocumentView:
     """What the search backend indexes of a page."""
-    return _DocumentView(page.url, page.parsed.title, page.parsed.headings, page.parsed.text, page.parsed.language)
+    return _DocumentView(page.url, page.parsed.title, page.parsed.headings, page.parsed.text, page.parsed.language,
+                         page.parsed.boilerplate, page.content_type)
 
 
 def search(query: str, limit: int = 10, offset: int = 0) -> SearchResults:
@@ -466,11 +470,15 @@ def _batches(batch: int):
 
 
 def document_counts() -> dict:
+    """Documents in all, indexed, duplicates, noindex; and indexed ones by content type
+    (by_type: the types read for text, docs/content.md)."""
+    by_type = Document.objects.filter(indexed=True).values_list("content_type").annotate(n=Count("id"))
     return {
         "documents": Document.objects.count(),
         "indexed": Document.objects.filter(indexed=True).count(),
         "duplicates": Document.objects.exclude(duplicate_of=None).count(),
         "noindex": Document.objects.filter(noindex=True).count(),
+        "by_type": dict(sorted(by_type, key=lambda row: -row[1])),
     }
 
 

@@ -1,10 +1,10 @@
 """Snippets in bounded time: a window around the first match in a bounded prefix of the text.
 
-The text a snippet is cut from is the page's content (snippet_source): the ranges the
-parser found to be the page's furniture (navigation, banners, footers, sidebars:
-indexer/parse.py, stored in Document.boilerplate) are left out, and so is the title when
-the text starts by repeating it (a page's <h1>). The index keeps every word: a page is
-still found by its menu's words, its snippet just does not show the menu.
+The text a snippet is cut from is the page's main content (snippet_source): the ranges
+the parser found to be the page's furniture (navigation, banners, footers, sidebars,
+cookie notices: indexer/maincontent.py, stored in Document.boilerplate) are left out, as
+the index leaves them out, and so is the title when the text starts by repeating it (a
+page's <h1>).
 
 Re-analyzing whole bodies per hit (what FTS5 snippet() and ts_headline do) is most of a
 query's time. Instead one compiled regex of the forms a match can take (the query's words
@@ -17,6 +17,7 @@ around the first confirmed match is analyzed to mark every match in it.
 import re
 
 from .analyzer import NO_SPACE_RUN, iter_group_spans
+from .maincontent import decode_spans, encode_spans, main_text, without_spans  # noqa: F401  (the spans snippets skip)
 
 # Snippets mark matched terms with these control characters; callers render them as
 # <mark> (HTML) or strip them (plain text). They never occur in extracted page text.
@@ -28,33 +29,6 @@ WINDOW_BEFORE, WINDOW_AFTER = 60, 220
 _TITLE_SEPARATOR = re.compile(r"\s+[—–|·•-]\s+|\s*::\s*|:\s+")
 # What may follow a repeated title before the content: Sphinx's "¶", anchors' "#", dashes, a stop.
 _AFTER_TITLE = " \t¶#§:.·•|—–-"
-
-
-def encode_spans(spans: list[tuple[int, int]]) -> str:
-    """(start, end) ranges as Document.boilerplate keeps them: "12-340 900-1200"."""
-    return " ".join(f"{a}-{b}" for a, b in spans)
-
-
-def decode_spans(value: str) -> list[tuple[int, int]]:
-    spans = []
-    for item in (value or "").split():
-        a, _, b = item.partition("-")
-        if a.isdigit() and b.isdigit():
-            spans.append((int(a), int(b)))
-    return spans
-
-
-def without_spans(text: str, spans: list[tuple[int, int]]) -> str:
-    """text with these ranges left out (a space where each was)."""
-    pieces, position = [], 0
-    for a, b in sorted(spans):
-        if a >= len(text):
-            break
-        if a > position:
-            pieces.append(text[position:a])
-        position = max(position, b)
-    pieces.append(text[position:])
-    return " ".join(" ".join(pieces).split())
 
 
 def without_title(text: str, title: str) -> str:
@@ -80,8 +54,8 @@ def without_title(text: str, title: str) -> str:
 
 def snippet_source(prefix: str, boilerplate: str, title: str) -> str:
     """What a snippet is cut from: the text's prefix without the page's furniture and a
-    repeated title. A page that is all furniture keeps its text."""
-    text = without_spans(prefix, decode_spans(boilerplate)) if boilerplate else prefix
+    repeated title. A page where no main content was found keeps its text (main_text)."""
+    text = main_text(prefix, boilerplate) if boilerplate else prefix
     return without_title(text if text.strip() else prefix, title)
 
 

@@ -62,6 +62,8 @@ class _Stored(NamedTuple):
     headings: str
     body: str
     language: str
+    boilerplate: str
+    content_type: str
 
 
 def _quote(tokens: list[str]) -> str:
@@ -124,11 +126,12 @@ class SQLiteSearchBackend(SearchBackend):
             indexed = dict(cur.fetchall())
             if not indexed:
                 return
-            cur.execute(f"SELECT id, address, title, headings, body, language FROM indexer_document WHERE id IN "
-                        f"({','.join(['%s'] * len(indexed))})", list(indexed))
+            cur.execute(f"SELECT id, address, title, headings, body, boilerplate, content_type, language "
+                        f"FROM indexer_document WHERE id IN ({','.join(['%s'] * len(indexed))})", list(indexed))
             deletes, stale = [], []
-            for document_id, address, title, headings, body, language in cur.fetchall():
-                row = prepare_row(_Stored(address, title, headings, textstore.from_database(body), language))
+            for document_id, address, title, headings, body, boilerplate, content_type, language in cur.fetchall():
+                row = prepare_row(_Stored(address, title, headings, textstore.from_database(body), language,
+                                          boilerplate or "", content_type or ""))
                 if row[7] == indexed[document_id]:
                     deletes.append(("delete", document_id, *row[:4]))
                 else:

@@ -101,7 +101,9 @@ def test_it_finds_the_one_page_with_a_unique_word_first(crawled):
     url = f"http://{web.hosts[3]}/p/4.html"
     hits = indexer.search(web.unique_word(url))
     assert hits[0].url == url and len(hits) == 1
-    assert web.unique_word(url) in hits[0].snippet_text or web.unique_word(url) in hits[0].title
+    # The word is in the page's <title> only ("Page - Site (word)"); the title shown is the
+    # page's <h1>, which the <title> names (docs/content.md), and the <title> is indexed.
+    assert hits[0].title == web.page(url).heading
 
 
 def test_it_honours_meta_robots_and_skips_non_html(crawled):
@@ -119,3 +121,13 @@ def test_it_honours_meta_robots_and_skips_non_html(crawled):
 def test_it_refuses_to_crawl_when_nothing_is_left(crawled):
     with pytest.raises(Exception, match="nothing to crawl"):
         call_command("crawl", "--no-progress", stdout=StringIO())
+
+
+def test_the_summary_says_what_was_indexed_by_type_and_what_only_archived(crawled):
+    web, report, summary = crawled
+    documents = summary["documents"]
+    assert documents["by_type"]["text/html"] >= 1
+    assert set(documents["by_type"]) <= {"text/html", "application/xhtml+xml", "application/pdf"}
+    assert sum(documents["by_type"].values()) == documents["indexed"]
+    archived_only = Url.objects.filter(state="fetched", outcome="not_html").count()
+    assert summary["by_outcome"].get("fetched:not_html", 0) == archived_only

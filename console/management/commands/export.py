@@ -16,7 +16,8 @@ FORMATS = ("jsonl", "parquet")
 class Command(MigratedCommand):
     help = ("Export what the crawl holds, streamed in id order (bounded memory whatever the size), as JSON "
             "lines (one object per line) or Parquet (a file, written a row group at a time): `documents` "
-            "(URL, title, headings, text, status, fetch time, content and text hashes, SimHash, duplicate, "
+            "(URL, title, headings, text, main_text (the text without the site's furniture), status, fetch time, "
+            "content and text hashes, SimHash, duplicate, "
             "archive location; --outlinks adds each page's links, read again from its archived response) or "
             "`urls` (every URL with its frontier state). --host keeps one site. An export that fails or is "
             "interrupted leaves no file. `wacz -o FILE` packages the archive as a WACZ file for replay tools: "

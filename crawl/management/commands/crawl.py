@@ -14,6 +14,7 @@ from crawlerweb.schema_check import MigratedCommand
 from archive import warc
 from crawl.runners import run_embedded
 from frontier import service as frontier
+from frontier.vocabulary import PageDetail
 from frontier.management.scope_args import add_scope_arguments, describe_scopes, scope_from_options
 from indexer.service import document_counts
 
@@ -111,6 +112,11 @@ class Command(MigratedCommand):
         w(f"Documents: {docs['indexed']} indexed, {docs['duplicates']} duplicates, "
           f"{docs['noindex']} noindex; robots-blocked URLs: {s['by_state'].get('robots_blocked', 0)}; "
           f"dead letters: {s['dead_letters']}")
+        # What was read for text and what only archived (images, archives, other documents:
+        # docs/content.md).
+        indexed = ", ".join(f"{kind or 'unknown'} {n}" for kind, n in docs.get("by_type", {}).items()) or "none"
+        w(f"  by type:   indexed {indexed}; archived only (a type not read for text) "
+          f"{s.get('by_outcome', {}).get('fetched:' + PageDetail.NOT_HTML, 0)}")
         if s["archive"]["dir"]:
             w(f"Archive: {s['archive']['files']} WARC files, {s['archive']['bytes'] / 1e6:.1f} MB in "
               f"{s['archive']['dir']}")
