@@ -226,7 +226,9 @@ def test_every_fetched_page_replays_at_its_capture_time_as_it_was_indexed(crawle
         assert index[(document.address, timestamp)]["filename"] == document.warc_file, document.address
         assert index[(document.address, timestamp)]["offset"] == str(document.warc_offset)
         title, text = rendered(page, f"{replaying.base}/{timestamp}/{document.address}")
-        assert (title, words(text)) == (document.title, words(document.body)), document.address
+        # The title shown is the page's <title>; the document's is the part naming the page
+        # (indexer/maincontent.py choose_title: "Home - Ni Observer" of "... (qubawbaqz)").
+        assert document.title in title and words(text) == words(document.body), document.address
 
 
 @pytest.mark.crawl
@@ -258,7 +260,7 @@ def test_a_revisit_replays_the_body_of_its_original_whichever_kind(crawled, repl
     for revisit in shown:
         document = documents[revisit["url"]]
         title, text = rendered(page, f"{replaying.base}/{revisit['timestamp']}/{revisit['url']}")
-        assert (title, words(text)) == (document.title, words(document.body)), revisit
+        assert document.title in title and words(text) == words(document.body), revisit
 
 
 @pytest.mark.crawl
@@ -326,7 +328,7 @@ def test_a_cached_link_opens_the_page_as_archived(client, crawled, replaying, se
     tab.set_default_timeout(15_000)
     title, text = rendered(tab, hit["cached_url"])
     document = Document.objects.get(address=url)
-    assert (title, words(text)) == (document.title, words(document.body))
+    assert document.title in title and words(text) == words(document.body)
 
 
 @pytest.mark.crawl
