@@ -35,7 +35,7 @@ $(REPLAY_VENV)/.installed: requirements-replay.txt
 
 replay-setup: $(REPLAY_VENV)/.installed
 
-# Replay the WARC archive in a browser (pywb on 127.0.0.1:8090; README: "Replay the archive").
+# Replay the WARC archive in a browser (pywb on 127.0.0.1:8090; docs/archive.md: "Replay the archive").
 replay: setup replay-setup
 	$(PY) manage.py replay
 
@@ -60,7 +60,7 @@ services:
 	./scripts/services.sh
 
 # The whole stack on this machine (web/API/dashboard on :8000, dispatcher, worker, beat,
-# Flower on :5555), on PostgreSQL + Redis; Ctrl-C stops it. README: "The whole stack".
+# Flower on :5555), on PostgreSQL + Redis; Ctrl-C stops it. docs/operations.md: "The whole stack on one machine".
 STACK_DB ?= postgres://postgres@127.0.0.1:5432/crawlerweb_stack
 STACK_BROKER ?= redis://127.0.0.1:6379/11
 # Empty: the SSRF guard is on. `make stack STACK_ALLOWED_NETWORKS=127.0.0.0/8` crawls the sample web.

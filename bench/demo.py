@@ -50,7 +50,7 @@ def main(argv=None) -> int:
         "ground_truth_fetched": f"{len(audit['fetched']) - len(audit['unexpected'])}/"
                                 f"{len(web.ground_truth(depth_limit=depth))}",
     }, indent=2))
-    print("\nEvery request the crawler sent, one JSON line each (README \"The crawl log\"): "
+    print("\nEvery request the crawler sent, one JSON line each (docs/operations.md \"The crawl log\"): "
           f"{os.environ.get('CRAWLER_CRAWL_LOG_FILE') or 'var/log/crawl.jsonl'}")
     # The demo has its own database: the hints name it so that they work as printed.
     database = os.environ.get("DATABASE_URL", "")

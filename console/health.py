@@ -113,7 +113,7 @@ def _seconds(every, period) -> float | None:
 
 EMBEDDED, DISTRIBUTED, UNKNOWN = "embedded", "distributed", "unknown"
 
-# The commands as README.md documents them; the dashboard shows them in `code`.
+# The commands as README.md and docs/operations.md document them; the dashboard shows them in `code`.
 CRAWL = "`python manage.py crawl`"
 CRAWL_CONTINUOUS = "`python manage.py crawl --continuous`"
 WORKER = "`celery -A crawlerweb worker`"

@@ -1,7 +1,7 @@
 """The crawl log: one JSON line per request (robots.txt and pages), from every runner, in a
 size-rotated file, and the recent past in the database for the admin (crawl/admin.py).
 Heritrix's crawl.log is the model: when, what, how it ended, how big, how long, by whom.
-README "The crawl log" documents every field.
+docs/operations.md "The crawl log" documents every field.
 
 record_request() is an observe.py listener: it runs on the fetch thread after every
 request, so it only formats the line and hands it over; it never waits and never touches
@@ -65,7 +65,7 @@ PRUNE_EVERY_SECONDS = 300.0
 # --- the line ------------------------------------------------------------------------------
 
 def fields_of(record: RequestRecord) -> dict:
-    """The crawl log's fields, in their documented order (README "The crawl log")."""
+    """The crawl log's fields, in their documented order (docs/operations.md "The crawl log")."""
     return {
         "ts": datetime.fromtimestamp(record.at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "kind": record.kind,

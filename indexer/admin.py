@@ -74,7 +74,7 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
         if not document.warc_file:
             return "not archived"
         if not settings.CRAWLER_REPLAY_URL:
-            return "not replayed (CRAWLER_REPLAY_URL is not set; see README: Replay the archive)"
+            return "not replayed (CRAWLER_REPLAY_URL is not set; see docs/archive.md: Replay the archive)"
         link = replay.capture_url(document.address, document.fetched_at)
         if link is None:
             return "not replayed (pywb replays http and https pages)"
