@@ -29,7 +29,8 @@ from indexer.models import Document
 
 from ..crawl_helpers import sample_web
 
-pytestmark = [pytest.mark.crawl, pytest.mark.django_db]
+# Packaging the archive is the same on both databases: run once, on SQLite (tests/conftest.py).
+pytestmark = [pytest.mark.crawl, pytest.mark.django_db, pytest.mark.backend_free]
 
 HOME, SECOND, THIRD = 0, 3, 4  # sample-web hosts: the home host; two plain hosts crawled later
 

@@ -21,7 +21,8 @@ from frontier.models import Host, Url
 from frontier.scope import parse_spec
 from indexer.service import search
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# The protocol is the same on both databases: run once, on SQLite (tests/conftest.py).
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend_free]
 
 AGENTS = ("crawlerweb", "indexer", "archiver")  # our token and CRAWLER_GEMINI_ROBOTS_AGENTS
 DELAY = 0.05

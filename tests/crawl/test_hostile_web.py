@@ -26,7 +26,9 @@ from indexer.models import Document
 
 from ..crawl_helpers import install_fake_dns
 
-pytestmark = [pytest.mark.crawl, pytest.mark.django_db]
+# What the web does wrong and the outcome it gets is the same on both databases: run once
+# (SQLite), the PostgreSQL run has the distributed tests (tests/conftest.py).
+pytestmark = [pytest.mark.crawl, pytest.mark.django_db, pytest.mark.backend_free]
 
 BODY_CAP = 4 << 20
 QUOTA = 100  # the calendar trap reaches 118 distinct days within the depth limit

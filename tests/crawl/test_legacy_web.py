@@ -13,7 +13,8 @@ from frontier import service
 from frontier.normalize import normalize
 from indexer.models import Document
 
-pytestmark = [pytest.mark.crawl, pytest.mark.django_db]
+# Decoding is the same on both databases: run once, on SQLite (tests/conftest.py).
+pytestmark = [pytest.mark.crawl, pytest.mark.django_db, pytest.mark.backend_free]
 
 LANGUAGES = ("ru", "ja", "zh-tw", "el", "th", "pl")
 # declaration -> the rule that must have chosen the encoding

@@ -32,7 +32,9 @@ from indexer.models import Document
 from ..conftest import TEST_WARC_DIR
 from ..crawl_helpers import warc_records
 
-pytestmark = [pytest.mark.crawl, pytest.mark.django_db]
+# Reading PDFs is the same on both databases (search itself is held to both by
+# test_search_contract): run once, on SQLite; the Celery worker's run is test_pdf_distributed.
+pytestmark = [pytest.mark.crawl, pytest.mark.django_db, pytest.mark.backend_free]
 
 PARSE_TIMEOUT = 4.0  # seconds: the slow PDF takes minutes, every other page well under one
 MEMORY_LIMIT = 384 << 20  # the bomb inflates to 1 GiB; a parse process with a PDF uses ~150 MiB
