@@ -29,7 +29,7 @@ from fetch import robotstxt
 from fetch.transport import charset_of
 from frontier.vocabulary import Observation, PageDetail
 
-from . import bulk, language, linksources, neardup, pagelinks, paging, pdf, snippets, textstore
+from . import bulk, language, linksources, maincontent, neardup, pagelinks, paging, pdf, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint, words_moved
 from .gemtext import decode_text
@@ -285,7 +285,7 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
             backend.delete(previous)
         ids = bulk.upsert_documents([
             (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p),
-             snippets.encode_spans(p.parsed.boilerplate), p.content_hash, p.content_type,
+             maincontent.encode_spans(p.parsed.boilerplate), p.content_hash, p.content_type,
              p.parsed.encoding, p.parsed.encoding_source, p.status, p.size, p.parsed.noindex,
              not (p.parsed.noindex or p.canonical), _fetched_at(p, now), *_warc_fields(p.archived), None,
              p.parsed.language)
@@ -435,14 +435,14 @@ def reindex(batch: int = 200, progress=None, reread=None) -> ReindexCounts:
                     counts.reparsed += 1
                     document.title, document.headings = parsed.title, parsed.headings
                     document.body = parsed.text
-                    document.boilerplate = snippets.encode_spans(parsed.boilerplate)
+                    document.boilerplate = maincontent.encode_spans(parsed.boilerplate)
                     document.language = parsed.language
                     document.encoding, document.encoding_source = parsed.encoding, parsed.encoding_source
                     reparsed.append(document)
                 else:
                     counts.from_stored_text += 1
                     document.language = language.identify(language.content_sample(
-                        document.title, document.body, snippets.decode_spans(document.boilerplate)))
+                        document.title, document.body, maincontent.decode_spans(document.boilerplate)))
                     changed.append(document)
             Document.objects.bulk_update(changed, ["language"])
             Document.objects.bulk_update(reparsed, ["language", "encoding", "encoding_source", "title", "headings",
@@ -487,10 +487,10 @@ def archived_outlinks(url: str, warc_file: str, warc_offset: int | None, warc_le
     (a PDF's: its link annotations): [] for a body that is neither HTML nor a readable PDF,
     None when the record cannot be read back here (archiving was off, or the file is on
     another machine or gone: archive/warc.py read_response)."""
-    found = _archived_parse(url, warc_file, warc_offset, warc_length)
-    if found is None:
+    response = _archived_response(warc_file, warc_offset, warc_length)
+    if response is None:
         return None
-    parsed = found[0]
+    parsed = _parsed_again(url, response)
     return pagelinks.outlinks(url, parsed) if parsed is not None else []
 
 
@@ -498,26 +498,32 @@ def archived_page(document) -> ParsedPage | None:
     """A stored document's archived response parsed again as the crawl parses a page
     (decoding, text, language: parse_page), or None when the record cannot be read back here
     or is no page (`manage.py reindex`)."""
-    found = _archived_parse(document.address, document.warc_file, document.warc_offset, document.warc_length)
-    return found[0] if found is not None else None
+    response = _archived_response(document.warc_file, document.warc_offset, document.warc_length)
+    return _parsed_again(document.address, response) if response is not None else None
 
 
-def _archived_parse(url: str, warc_file: str, warc_offset: int | None, warc_length: int | None):
-    """(the parsed page, or None when it is no page,) or None when the record cannot be read."""
+def _archived_response(warc_file: str, warc_offset: int | None, warc_length: int | None):
+    """The archived response at (file, offset, length), or None when it cannot be read here."""
     if not warc_file or warc_offset is None or warc_length is None:
         return None
     try:
-        response = warc.read_response(warc.Location(warc_file, warc_offset, warc_length))
+        return warc.read_response(warc.Location(warc_file, warc_offset, warc_length))
     except warc.ArchiveUnavailable:
         return None
+
+
+def _parsed_again(url: str, response) -> ParsedPage | None:
+    """An archived response read as the crawl read it (its headers as the HTTP client merged
+    them), or None when it is no page (a PDF that cannot be read is none: no links, nothing
+    to reindex)."""
     headers = _merged(response.http_headers)
     content_type = headers.get("content-type", "")
     try:
-        return (parse_page(url, content_type.split(";")[0].strip().lower(), charset_of(content_type), response.body,
-                           headers.get("x-robots-tag", ""), robotstxt.crawler_token(),
-                           headers.get("content-language", "")),)
-    except PdfProblem:  # a PDF that cannot be read is no page: no links, nothing to reindex
-        return (None,)
+        return parse_page(url, content_type.split(";")[0].strip().lower(), charset_of(content_type), response.body,
+                          headers.get("x-robots-tag", ""), robotstxt.crawler_token(),
+                          headers.get("content-language", ""))
+    except PdfProblem:
+        return None
 
 
 def _merged(headers: list[tuple[str, str]]) -> dict[str, str]:

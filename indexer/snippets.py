@@ -17,7 +17,7 @@ around the first confirmed match is analyzed to mark every match in it.
 import re
 
 from .analyzer import NO_SPACE_RUN, iter_group_spans
-from .maincontent import decode_spans, encode_spans, main_text, without_spans  # noqa: F401  (the spans snippets skip)
+from .maincontent import main_text
 
 # Snippets mark matched terms with these control characters; callers render them as
 # <mark> (HTML) or strip them (plain text). They never occur in extracted page text.

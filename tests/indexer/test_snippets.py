@@ -3,7 +3,8 @@ repeated title. The backends' side is in tests/indexer/test_search_contract.py."
 
 import pytest
 
-from indexer.snippets import decode_spans, encode_spans, snippet_source, without_spans, without_title
+from indexer.maincontent import decode_spans, encode_spans, without_spans
+from indexer.snippets import snippet_source, without_title
 
 PYTHON_TITLE = "os.path — Common pathname manipulations — Python 3.11.2 documentation"
 
