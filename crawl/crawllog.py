@@ -30,6 +30,7 @@ inherit its parent's writing thread), and again when the settings change (tests)
 """
 
 import atexit
+import dataclasses
 import json
 import logging
 import os
@@ -70,7 +71,7 @@ def fields_of(record: RequestRecord) -> dict:
         "ts": datetime.fromtimestamp(record.at, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
         "kind": record.kind,
         "url": record.url,
-        "url_id": record.url_id,
+        "url_id": record.url_id if record.url_id is None or record.url_id > 0 else None,  # < 0: taken from its page
         "host": record.origin,
         "host_id": record.host_id,
         "status": record.status,
@@ -127,6 +128,11 @@ class _Buffer:
             else:
                 self._records.append(record)
 
+    def put_back(self, records: list[RequestRecord]) -> None:
+        """Records taken that must wait for the next take, ahead of the newer ones."""
+        with self._lock:
+            self._records.extendleft(reversed(records))
+
     def take(self) -> tuple[list[RequestRecord], int]:
         """Everything waiting, and how many were dropped since the last take."""
         with self._lock:
@@ -163,9 +169,14 @@ def entry_row(record: RequestRecord) -> tuple:
 
 
 @stagetime.timed("crawl_log")
-def store_pending() -> int:
+def store_pending(url_id=None) -> int:
     """Insert what the fetch threads buffered, in one statement (per INSERT_BATCH rows).
-    Returns the number of rows written."""
+    Returns the number of rows written.
+
+    `url_id`: the frontier's id (or None) for the temporary id of a URL a session took from
+    its page (crawl/ownlinks.py), or PENDING while the writer has not admitted it yet: such
+    a request waits in the buffer for the next group (for up to PENDING_SECONDS; then it is
+    stored without its id)."""
     _report_dropped_lines()
     records, dropped = _buffer.take()
     if dropped:
@@ -173,6 +184,10 @@ def store_pending() -> int:
                     "was full", dropped, settings.CRAWLER_CRAWL_LOG_BUFFER)
     if not records:
         return 0
+    if url_id is not None:
+        records = _with_frontier_ids(records, url_id)
+        if not records:
+            return 0
     table = CrawlLogEntry._meta.db_table
     with connection.cursor() as cursor:
         for start in range(0, len(records), INSERT_BATCH):
@@ -185,6 +200,24 @@ def store_pending() -> int:
                 cursor.executemany(f"INSERT INTO {table} ({', '.join(ENTRY_COLUMNS)}) VALUES "
                                    f"({marks(len(ENTRY_COLUMNS))})", [(adapt(row[0]), *row[1:]) for row in rows])
     return len(records)
+
+
+PENDING = object()  # store_pending's url_id(): not known yet
+PENDING_SECONDS = 60.0
+
+
+def _with_frontier_ids(records: list[RequestRecord], url_id) -> list[RequestRecord]:
+    ready, waiting, now = [], [], time.time()
+    for record in records:
+        if record.url_id is not None and record.url_id < 0:
+            found = url_id(record.url_id)
+            if found is PENDING and now - record.at < PENDING_SECONDS:
+                waiting.append(record)
+                continue
+            record = dataclasses.replace(record, url_id=None if found is PENDING else found)
+        ready.append(record)
+    _buffer.put_back(waiting)
+    return ready
 
 
 _next_prune = 0.0  # monotonic; one writer per process prunes

@@ -15,10 +15,11 @@ Threads:
   sessions are due as there are threads) and takes the band's best; the draw, not a strict
   order, so that no band starves. Without this the threads went round the due hosts in
   turn, and a host's tenth page went before another's best;
-- the intake thread opens the sessions handed in (confirms each lease, reads its host and
-  URLs) and gives back the leases the engine will not run: whoever submits a lease (a
-  Celery task, the embedded runner's loop) never touches the database for it. This matters
-  in a Celery worker: Celery's Django fixup closes the task thread's connections, and with
+- the intake thread opens the sessions handed in (confirms each lease, reads its host, its
+  URLs and, for a small host, the keys of all its URLs: crawl/ownlinks.py) and gives back
+  the leases the engine will not run: whoever submits a lease (a Celery task, the
+  embedded runner's loop) never touches the database for it. This matters in a Celery
+  worker: Celery's Django fixup closes the task thread's connections, and with
   a connection pool the whole process's pool, around every task (celery/fixups/django.py),
   which must not happen under the engine's threads;
 - the writer (crawl/writer.py) stores what every session produces in group commits;
@@ -242,19 +243,20 @@ class SessionEngine:
 
     def _open(self, leases: list[frontier.Lease]) -> None:
         """Open the sessions of the leases handed in meanwhile: every lease confirmed and
-        every URL read in two statements, however many there are."""
+        every URL read in three statements, however many there are."""
         sessions = []
         try:
             hosts = frontier.begin_leases([(lease.host_id, lease.token) for lease in leases], holder=self.holder)
             # A lease not confirmed expired or was taken over: another worker owns the host now.
             urls = {queued.id: queued for queued in frontier.queued_urls(
                 [url_id for lease in leases if lease.host_id in hosts for url_id in lease.url_ids])}
+            own_keys = frontier.host_keys(list(hosts))  # small hosts: their sessions take their pages' links
             for lease in leases:
                 if lease.host_id in hosts:
                     sessions.append(HostSession(lease, hosts[lease.host_id],
                                                 [urls[i] for i in lease.url_ids if i in urls], self.writer.put,
                                                 worker=self.worker, pool=self.pool,
-                                                heartbeat_age=self.heartbeat_age))
+                                                heartbeat_age=self.heartbeat_age, own_keys=own_keys.get(lease.host_id)))
         except Exception:  # the database is away: the leases expire by themselves
             log.exception("could not open the sessions of %d leases", len(leases))
             reset_connection()

@@ -41,6 +41,7 @@ from frontier.vocabulary import FetchError, WaitReason
 
 from fetch import http
 from . import observe, robots
+from .ownlinks import LinksTaken, OwnLinks
 from .pipeline import NETWORK_FAILURES, Results, fetch_one, robots_failure
 
 # --- what a step says --------------------------------------------------------------------
@@ -122,7 +123,8 @@ class SessionEnded:
 
 class HostSession:
     def __init__(self, lease: frontier.Lease, host: frontier.HostView, urls: list[frontier.QueuedUrl], sink,
-                 now: float | None = None, worker: str = "", pool=None, heartbeat_age=None):
+                 now: float | None = None, worker: str = "", pool=None, heartbeat_age=None,
+                 own_keys: set[int] | None = None):
         now = time.monotonic() if now is None else now
         self.lease, self.host, self.sink = lease, host, sink
         self.pool = pool  # the engine's parse pool (crawl/parsepool.py), or None: analyse here
@@ -131,6 +133,10 @@ class HostSession:
         self.heartbeat_age = heartbeat_age
         self.urls = deque(urls)
         self.taken = {queued.id for queued in urls}
+        self.taken_urls = {queued.url for queued in urls}  # a URL taken from a page has no frontier id yet
+        # Its pages' links to its host, taken at once (crawl/ownlinks.py); own_keys: the
+        # host's URL keys at the lease (None: a host too big for that).
+        self.own_links = OwnLinks(host.origin, own_keys)
         self.empty_answers = 0  # asks for more URLs in a row that found none
         self.clock = pacing.HostClock(host.crawl_delay, host.response_time, host.failures)
         self.window_end = now + settings.CRAWLER_SESSION_SECONDS
@@ -186,20 +192,45 @@ class HostSession:
         now = time.monotonic()
         if self.empty_answers >= EMPTY_ANSWERS or self.lost or room <= 0 or self.policy is None:
             return False
-        cycle = max(self.clock.delay + (self.clock.response_time or 0.0), 0.01)
-        fits = int((self.window_end - max(now, self.clock.next_request_at())) / cycle)
+        fits = self._fits_in_window(now)
         if fits <= 0:
             return False
-        self.sink(MoreUrlsWanted(self.host_id, self.lease.token, frozenset(self.taken), min(room, fits)))
+        self.sink(MoreUrlsWanted(self.host_id, self.lease.token, _frontier_ids(self.taken), min(room, fits)))
         return True
+
+    def _fits_in_window(self, now: float) -> int:
+        cycle = max(self.clock.delay + (self.clock.response_time or 0.0), 0.01)
+        return int((self.window_end - max(now, self.clock.next_request_at())) / cycle)
+
+    def take_own_links(self, results: Results) -> None:
+        """The links its pages just fetched make to its host, taken now (crawl/ownlinks.py):
+        as many as CRAWLER_SESSION_MAX_URLS and the window leave room for, in score order
+        among what it carries; the writer is told after the pages' results."""
+        if not results.pages or self.policy is None or self.own_links.keys is None:
+            return
+        # The URL just fetched is still the first carried (the step that fetched it takes
+        # it off): what is taken goes after it.
+        room = min(settings.CRAWLER_SESSION_MAX_URLS - len(self.taken),
+                   self._fits_in_window(time.monotonic()) - (len(self.urls) - 1))
+        taken = self.own_links.take(results.pages, room, self.taken_urls, self.policy.allows)
+        if not taken:
+            return
+        for queued, _ in taken:
+            self.taken.add(queued.id)
+            self.taken_urls.add(queued.url)
+            position = next((i for i in range(1, len(self.urls)) if self.urls[i].priority < queued.priority),
+                            len(self.urls))
+            self.urls.insert(position, queued)
+        self.sink(LinksTaken(self.host_id, [(queued.id, candidate) for queued, candidate in taken]))
 
     def more_urls(self, urls: list) -> float:
         """The writer's answer to MoreUrlsWanted (the engine calls it, the session parked);
         returns when the session goes on (monotonic). With none found, it asks once more
         when its host may next be asked anyway (the clock's time: waiting costs the host
         nothing), for the links other sessions find meanwhile, then ends."""
-        urls = [queued for queued in urls if queued.id not in self.taken]
+        urls = [queued for queued in urls if queued.id not in self.taken and queued.url not in self.taken_urls]
         self.taken.update(queued.id for queued in urls)
+        self.taken_urls.update(queued.url for queued in urls)
         self.urls.extend(urls)
         self.empty_answers = 0 if urls else self.empty_answers + 1
         now = time.monotonic()
@@ -227,27 +258,32 @@ class HostSession:
         if not self.refresh_wanted or self.refreshing or not self.urls or self.lost:
             return
         self.refresh_wanted, self.refreshing = False, True
-        done = frozenset(self.taken.difference(queued.id for queued in self.urls))
+        done = _frontier_ids(self.taken.difference(queued.id for queued in self.urls))
         self.sink(MoreUrlsWanted(self.host_id, self.lease.token, done, settings.CRAWLER_SESSION_REFRESH_URLS,
                                  above=min(queued.priority for queued in self.urls)))
 
     def _swap_in_better(self) -> None:
         """The writer's answer: the URLs carried take their scores as they are now, better
         ones found since replace the worst carried (those stay queued for a later session),
-        and everything carried is in score order again."""
+        and everything carried is in score order again. By URL: one taken from a page is
+        carried under a temporary id, and comes back under the frontier's."""
         while self.better:
             found = self.better.popleft()
             self.refreshing = False
-            carried = {queued.id: queued for queued in self.urls}
-            done = self.taken.difference(carried)
-            found = [queued for queued in found if queued.id not in done]
+            carried = {queued.url: queued for queued in self.urls}
+            done = self.taken_urls.difference(carried)
+            found = [queued for queued in found if queued.url not in done]
             if not found:
                 continue
             room = len(self.urls) + max(0, settings.CRAWLER_SESSION_MAX_URLS - len(self.taken))
-            carried.update((queued.id, queued) for queued in found)
+            replaced = [carried[queued.url].id for queued in found if queued.url in carried]
+            carried.update((queued.url, queued) for queued in found)
             ranked = sorted(carried.values(), key=lambda queued: -queued.priority)  # stable: ties keep their order
+            self.taken.difference_update(replaced)
             self.taken.difference_update(queued.id for queued in ranked[room:])
+            self.taken_urls.difference_update(queued.url for queued in ranked[room:])
             self.taken.update(queued.id for queued in ranked[:room])
+            self.taken_urls.update(queued.url for queued in ranked[:room])
             self.urls = deque(ranked[:room])
 
     def finish(self, reason: str) -> None:
@@ -464,8 +500,14 @@ def fetch(session: HostSession, queued: frontier.QueuedUrl) -> str | End:
     if session.probing and result.error in NETWORK_FAILURES:
         return End("breaker")  # still down: the URL waits, uncharged
     session.sink(UrlsDone(session.host_id, results))
+    session.take_own_links(results)
     return SENT
 
 
 URL_STEPS = (lease_held, address_held, within_window, not_excluded, pattern_not_stopped, not_paused, breaker_closed,
              robots_allow, clock_allows, fetch)
+
+
+def _frontier_ids(url_ids) -> frozenset:
+    """The ids the frontier knows (a URL taken from a page has a temporary, negative one)."""
+    return frozenset(url_id for url_id in url_ids if url_id > 0)

@@ -23,8 +23,10 @@ next session (after the lease expires) fetches them again. The queue is bounded
 (CRAWLER_COMMIT_MAX_PENDING_PAGES): when the database falls behind, sessions wait for it
 instead of filling memory.
 
-After the results of a group, the writer answers the sessions that ran out of URLs
-(MoreUrlsWanted): their hosts' due URLs found now, their own pages' links among them.
+Before the results of a group, the writer admits the links sessions took from their own
+pages (LinksTaken, crawl/ownlinks.py) and stores what was fetched from them under the
+frontier's ids. After the results, it answers the sessions that ran out of URLs
+(MoreUrlsWanted): their hosts' due URLs found now.
 
 Each group also inserts the crawl log entries the fetch threads buffered meanwhile
 (crawl/crawllog.py), in a statement of its own after the results: a failure there loses
@@ -49,6 +51,7 @@ from frontier import service as frontier
 
 from . import crawllog, robots
 from .observe import RequestRecord
+from .ownlinks import LinksTaken, ProvisionalIds
 from .pipeline import Results, store
 from .session import CertificateSeen, MoreUrlsWanted, RobotsFetched, SessionEnded, UrlsDone
 
@@ -79,6 +82,7 @@ class Writer:
         self.crawl_log_errors = 0  # groups whose crawl log entries could not be stored
         self.groups = 0
         self.pages = 0
+        self.provisional = ProvisionalIds()  # ids of URLs sessions took from their pages
         self._thread = threading.Thread(target=self._run, name="writer", daemon=True)
         self._thread.start()
 
@@ -191,7 +195,12 @@ class Writer:
                 self._guarded(robots.save, item.host_id, item.answer, item.origin, item.depth, item.scopes)
             elif isinstance(item, CertificateSeen):
                 self._guarded(_record_certificate, item)
+        taken = [item for item in group if isinstance(item, LinksTaken)]
+        if taken and self._guarded(self.provisional.admit, taken) is None:
+            self.provisional.refuse(taken)  # what was fetched from them is dropped, and found again later
         done = [item for item in group if isinstance(item, UrlsDone)]
+        for item in done:
+            self.provisional.resolve(item.results)
         if done:
             self._store(done)
         for item in group:  # after the stores: the sessions' last pages' links are in
@@ -205,6 +214,7 @@ class Writer:
                 if self.on_release:
                     self.on_release(item)
         self._store_crawl_log()
+        self.provisional.forget(item.host_id for item in ended)
         self.groups += 1
 
     def _paused_if_unstored(self, ended: SessionEnded) -> SessionEnded:
@@ -296,7 +306,7 @@ class Writer:
 
     def _store_crawl_log(self) -> None:
         try:
-            crawllog.store_pending()
+            crawllog.store_pending(self.provisional.logged_id)
             crawllog.prune_if_due()
         except Exception:  # the results are stored already; only these entries are lost
             log.exception("crawl log entries could not be stored in the database")

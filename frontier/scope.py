@@ -162,6 +162,16 @@ def scopes_for(key: str, version: int) -> list[Scope]:
         return [_loaded[i] for i in ids if i in _loaded]
 
 
+def loaded_scopes(key: str, version: int) -> list[Scope] | None:
+    """scopes_for() without a query, for fetch threads: None if this process has not
+    loaded them all under this version of the limits."""
+    ids = [int(i) for i in key.split(",")] if key else []
+    with _lock:
+        if _loaded_version[0] != version or any(i not in _loaded for i in ids):
+            return None
+        return [_loaded[i] for i in ids]
+
+
 def load_scopes(ids, version: int) -> None:
     """Load the scopes of these ids this process has not loaded, in one query: a batch of
     links (or 10,000 seeds with 10,000 scopes) costs one query, not one per scope."""

@@ -54,6 +54,7 @@ from .leases import (
     renew_leases,
 )
 from .export import url_count, url_rows
+from .ownlinks import admit_taken, host_keys, judge_own_link, own_links_room
 from .hoststate import WAIT_REASON_TEXT, HostState, host_state
 from .idle import sweep_idle_hosts_next_round
 from .importance import band_shares, score_band
@@ -122,6 +123,8 @@ __all__ = [
     "HostUpdate", "HostView", "Lease", "begin_lease", "begin_leases", "claim_address", "lease_ready_hosts", "more_urls",
     "release_host", "release_hosts", "release_leases_of", "renew_leases", "score_band", "band_shares",
     "site_points", "sweep_idle_hosts_next_round",
+    # a session's links to its own host (frontier/ownlinks.py)
+    "admit_taken", "host_keys", "judge_own_link", "own_links_room",
     # records
     "MAX_SITEMAPS", "QueuedUrl", "UrlKind", "queued_urls", "record_fetch", "record_fetches", "requeue_dead_letters",
     "save_robots", "settle_unstorable", "record_certificate",

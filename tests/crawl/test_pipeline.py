@@ -99,10 +99,12 @@ def test_a_crash_while_admitting_links_leaves_the_page_queued_not_its_links_lost
 
         monkeypatch.setattr(fetch_service.frontier, "add_urls", database_gone)
         engine = run_sessions([lease])
-        # nothing recorded: the page waits to be fetched again, its links are not lost;
-        # the host was released all the same
+        # nothing recorded: the page waits to be fetched again, its links are not lost (the
+        # session took them from the page, fetched them, and they wait too, uncharged); the
+        # host was released all the same
         assert engine.writer.errors == 1
-        assert Url.objects.get().state == "queued"
+        assert sorted(Url.objects.values_list("url", "state", "attempts")) == sorted(
+            [(web.url("/many-links"), "queued", 0)] + [(web.url(f"/fine/{n}"), "queued", 0) for n in range(3)])
         host = Host.objects.get()  # released, paused: a failure that repeats must not loop
         assert (host.leased_until, host.wait_reason) == (None, "store_failed")
         assert host.next_fetch_at > timezone.now() + timedelta(seconds=30)
