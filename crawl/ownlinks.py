@@ -71,6 +71,12 @@ class OwnLinks:
                               frontier.Candidate(norm.url, depth, 0, queued.id, scopes=queued.scopes, via=self.origin)))
         return found
 
+    def learn(self, urls: list[str]) -> None:
+        """URLs of the host the frontier holds that the session learnt of since its lease
+        (the writer's answers): they count toward the host's quota, and are not taken."""
+        if self.keys is not None:
+            self.keys.update(frontier.url_key(url) for url in urls)
+
     def _elsewhere(self, link: str) -> bool:
         """An absolute link to another site, told without parsing it (most cross-site links)."""
         head = link[:12].lower()

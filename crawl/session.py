@@ -231,6 +231,7 @@ class HostSession:
         urls = [queued for queued in urls if queued.id not in self.taken and queued.url not in self.taken_urls]
         self.taken.update(queued.id for queued in urls)
         self.taken_urls.update(queued.url for queued in urls)
+        self.own_links.learn([queued.url for queued in urls])
         self.urls.extend(urls)
         self.empty_answers = 0 if urls else self.empty_answers + 1
         now = time.monotonic()
@@ -275,6 +276,7 @@ class HostSession:
             found = [queued for queued in found if queued.url not in done]
             if not found:
                 continue
+            self.own_links.learn([queued.url for queued in found])
             room = len(self.urls) + max(0, settings.CRAWLER_SESSION_MAX_URLS - len(self.taken))
             replaced = [carried[queued.url].id for queued in found if queued.url in carried]
             carried.update((queued.url, queued) for queued in found)

@@ -24,7 +24,7 @@ all (a domain quota reached meanwhile) was fetched for nothing, and its result i
 from django.conf import settings
 from django.db import connection
 
-from crawlerweb.bulksql import in_chunks, marks
+from crawlerweb.bulksql import SQLITE_MAX_VARIABLES, in_chunks, marks
 
 from . import importance, scope, traps
 from .admission import Candidate, add_urls
@@ -45,7 +45,7 @@ def host_keys(host_ids: list[int]) -> dict[int, set[int]]:
         return {}
     keys: dict[int, set[int]] = {}
     with connection.cursor() as cursor:
-        for chunk in in_chunks(sorted(set(host_ids))):
+        for chunk in in_chunks(sorted(set(host_ids)), SQLITE_MAX_VARIABLES - 1):  # and the limit
             cursor.execute(f"SELECT u.host_id, u.url_key FROM {_HOSTS} h JOIN {_URLS} u ON u.host_id = h.id "
                            f"WHERE h.id IN ({marks(len(chunk))}) AND h.url_count <= %s", [*chunk, limit])
             for host_id, key in cursor.fetchall():

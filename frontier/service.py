@@ -61,7 +61,7 @@ from .importance import band_shares, score_band
 from .importance import site_points
 from .importance import sitemap_hint
 from .pacing import STORE_FAILED, store_failure_pause
-from .normalize import origin_of
+from .normalize import origin_of, url_key
 from .traps import count_pattern_yield, pattern_stopped
 from .limits import current_limits
 from .progress import crawl_summary, deferred_work, has_pending_work, has_work_due_within, next_due_in
@@ -109,7 +109,7 @@ from .steering import (
 __all__ = [
     # admission
     "AdmitResult", "Candidate", "add_seeds", "add_urls", "canonical_url", "default_scope", "fetched_here",
-    "flush_inlinks", "forget_caches", "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield", "origin_of",
+    "flush_inlinks", "forget_caches", "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield", "origin_of", "url_key",
     "pattern_stopped", "STORE_FAILED", "store_failure_pause",
     "InvalidScope", "ScopeSpec", "parse_spec", "scope_key_taken", "save_scope_patterns",
     "scopes_named", "scope_url_test",
