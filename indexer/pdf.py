@@ -10,8 +10,9 @@ application/octet-stream and a missing type, bytes that say so (`%PDF-` within t
 1024 bytes, the way browsers sniff: WHATWG MIME Sniffing, and PDF readers accept leading
 junk up to that far).
 
-What is read: the document's Title (its metadata; else the first line of its text), the
-text of at most CRAWLER_PDF_MAX_PAGES pages (up to CRAWLER_PDF_MAX_CHARS), and the
+What is read: the document's Title (its metadata; else the first line of its text), its
+language as the catalog's /Lang declares it (a hint for the language found in its text,
+as <html lang> is for a page), the text of at most CRAWLER_PDF_MAX_PAGES pages (up to CRAWLER_PDF_MAX_CHARS), and the
 URIs of its link annotations (up to CRAWLER_MAX_LINKS_PER_PAGE), which go through the
 frontier's admission like a page's links. A PDF that cannot be read raises PdfProblem with
 its outcome (frontier.vocabulary.PdfOutcome): encrypted (a user password is needed; an
@@ -76,6 +77,7 @@ def parse_pdf(body: bytes, url: str, *, max_pages: int, max_links: int, max_char
             raise PdfProblem(_why_unopened(error.err_code, body), str(error)) from None
         try:
             title = _metadata_title(document)
+            declared = _catalog_language(document)
             texts, links, size = [], [], 0
             for index in range(min(len(document), max_pages)):
                 text, page_links = _read_page(document, index)
@@ -89,7 +91,7 @@ def parse_pdf(body: bytes, url: str, *, max_pages: int, max_links: int, max_char
     text = "\n".join(texts)[:max_chars]
     if not re.search(r"\w", text):
         raise PdfProblem(PdfOutcome.NO_TEXT, f"{len(texts)} pages, no text")
-    return ParsedPage(title=title or _first_line(text), text=text, links=links, base=url)
+    return ParsedPage(title=title or _first_line(text), text=text, links=links, base=url, declared_language=declared)
 
 
 def _why_unopened(code: int | None, body: bytes) -> PdfOutcome:
@@ -157,6 +159,18 @@ def _metadata_title(document) -> str:
         return ""
     title = " ".join(title.split())[:_TITLE_CHARS]
     return "" if _EMPTY_TITLES.match(title) else title
+
+
+def _catalog_language(document) -> str:
+    """The document's /Lang (ISO 32000 14.9.2, a BCP 47 tag, as <html lang> is), or ""."""
+    import pypdfium2.raw as pdfium
+
+    size = pdfium.FPDFCatalog_GetLanguage(document.raw, None, 0)  # bytes of UTF-16LE with its NUL
+    if size <= 2 or size > 200:
+        return ""
+    buffer = (ctypes.c_ushort * (size // 2))()
+    pdfium.FPDFCatalog_GetLanguage(document.raw, buffer, size)
+    return bytes(buffer)[:size - 2].decode("utf-16-le", "replace").strip()[:35]
 
 
 def _first_line(text: str) -> str:

@@ -27,6 +27,7 @@ from frontier import service
 from frontier.models import Url
 from frontier.normalize import normalize
 from indexer import pdf
+from indexer import service as indexer
 from indexer.models import Document
 
 from ..conftest import TEST_WARC_DIR
@@ -190,6 +191,17 @@ def test_it_keeps_link_annotation_uris_up_to_the_link_cap():
     body = write_pdf([["see the links"]], links=["http://a.test/1", "/relative", "http://a.test/3"])
     assert parse(body).links == ["http://a.test/1", "/relative", "http://a.test/3"]
     assert parse(body, max_links=2).links == ["http://a.test/1", "/relative"]
+
+
+def test_the_catalogs_lang_is_read_as_the_declared_language_and_guides_identification():
+    assert parse(write_pdf([["some words"]], lang="de-AT")).declared_language == "de-AT"
+    assert parse(write_pdf([["some words"]])).declared_language == ""
+    # Too little text to tell: the declaration decides, as <html lang> does for a page.
+    def language(**declared):
+        return indexer.prepare_page(1, "http://example.test/k.pdf", 200, "application/pdf", None,
+                                    write_pdf([["Katalog 2026"]], **declared)).parsed.language
+
+    assert (language(lang="de"), language()) == ("de", "")
 
 
 def test_a_placeholder_title_gives_way_to_the_first_line():

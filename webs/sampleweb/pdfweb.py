@@ -61,14 +61,15 @@ _SENTENCES = (
 
 
 def write_pdf(pages: list[list[str]], *, title: str = "", links: list[str] = (), stream_filter: bool = False,
-              raw_contents: bytes | None = None, page_count: int | None = None) -> bytes:
+              raw_contents: bytes | None = None, page_count: int | None = None, lang: str = "") -> bytes:
     """A PDF whose pages hold these lines of Helvetica text; `links`: URI link annotations
-    on the first page; `title`: the Info dictionary's. raw_contents/page_count: every page
-    shows that one content stream instead (the bomb, the slow PDF)."""
+    on the first page; `title`: the Info dictionary's; `lang`: the catalog's /Lang.
+    raw_contents/page_count: every page shows that one content stream instead (the bomb,
+    the slow PDF)."""
     objects: dict[int, bytes] = {}
     count = page_count or len(pages)
     page_ids = [10 + 3 * i for i in range(count)]
-    objects[1] = b"<< /Type /Catalog /Pages 2 0 R >>"
+    objects[1] = b"<< /Type /Catalog /Pages 2 0 R%s >>" % (b" /Lang " + _string(lang) if lang else b"")
     objects[2] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(b"%d 0 R" % n for n in page_ids), count)
     objects[3] = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
     info = 4
