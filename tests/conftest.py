@@ -8,6 +8,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from django.conf import global_settings
 from django.db import connection
 from django.test import override_settings
 
@@ -34,6 +35,10 @@ TEST_SETTINGS = dict(
     # No /sitemap.xml asked of every host: the suite's crawls count their requests exactly.
     # The sitemap tests (tests/crawl/test_hostile_web.py) turn it on.
     CRAWLER_SITEMAP_GUESS=False,
+    # A test's users (admin_client, the screens' logins) hash their password with MD5, not
+    # PBKDF2's million rounds: about a second of CPU a user, and ~100 tests make one. The
+    # defaults stay after it; no test checks a password in another process.
+    PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher", *global_settings.PASSWORD_HASHERS],
 )
 
 
