@@ -344,6 +344,9 @@ def test_status_labels_stay_few():
 
 # --- multiprocess mode: one exporter per machine adds up every process ----------------------
 
+# Processes, files and a port: no database in them (run once, on the SQLite run).
+machine_only = pytest.mark.backend_free
+
 ROOT = Path(__file__).resolve().parents[2]
 RECORDER = """
 import sys, django
@@ -414,6 +417,7 @@ def value(families: dict, name: str, sample: str, **labels) -> float:
     return next(s.value for s in families[name].samples if s.name == sample and labels.items() <= s.labels.items())
 
 
+@machine_only
 def test_one_exporter_adds_up_the_processes_of_a_machine(processes, tmp_path):
     env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path)}
     first = processes(RECORDER, 3, env=env)
@@ -442,6 +446,7 @@ def test_one_exporter_adds_up_the_processes_of_a_machine(processes, tmp_path):
     assert value(families, "crawlerweb_fetches", "crawlerweb_fetches_total", outcome="ok") == 8
 
 
+@machine_only
 def test_files_of_a_machine_whose_processes_all_stopped_are_cleared(tmp_path):
     dead = subprocess.Popen(["true"])
     dead.wait()
@@ -460,6 +465,7 @@ def test_files_of_a_machine_whose_processes_all_stopped_are_cleared(tmp_path):
         alive.wait()
 
 
+@machine_only
 def test_the_exporter_port_is_one_of_the_crawlers_own_services(settings, tmp_path):
     port = free_port()
     env = dict(os.environ, CRAWLER_METRICS_PORT=str(port), PROMETHEUS_MULTIPROC_DIR=str(tmp_path))

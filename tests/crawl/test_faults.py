@@ -161,6 +161,7 @@ def test_a_redis_restart_mid_crawl_loses_nothing(tmp_path):
     assert report_duplicates("redis restarted", report) <= 2 * UNWRITTEN
 
 
+@pytest.mark.backend_free  # Redis and Celery's configuration: no database in it
 def test_a_worker_survives_closing_a_broker_connection_redis_took_away():
     """Celery 5.7.0 closes a lost connection again after collect(); when collect() left
     the channel unclosed (what a worker that crashed on a Redis restart showed), that close
@@ -217,6 +218,7 @@ def test_cut_database_connections_mid_crawl_lose_nothing(tmp_path):
     assert report_duplicates("database connections cut", report) <= 2 * UNWRITTEN
 
 
+@pytest.mark.backend_free  # Redis and Celery's configuration: no database in it
 def test_celery_settings_are_chosen_for_lease_based_recovery():
     from crawlerweb.celery import app
 

@@ -196,15 +196,15 @@ def test_a_host_band_rises_with_its_best_url_and_falls_as_sessions_take_them():
 def test_dispatch_draws_hosts_from_the_bands_in_their_shares(settings):
     settings.CRAWLER_DEFAULT_DELAY = 0
     settings.CRAWLER_POLITENESS_SCOPE = "host"
-    for band, depth in enumerate((0, 2, 6)):  # home pages; -20; -60
-        for n in range(60):
-            path = "/" if band == 0 else "/a/b" if band == 1 else "/a/b/c"
-            service.add_urls([service.Candidate(f"http://b{band}-{n}.test{path}", depth)])
+    paths = ("/", "/a/b", "/a/b/c")
+    service.add_urls([service.Candidate(f"http://b{band}-{n}.test{paths[band]}", depth)  # home pages; -20; -60
+                      for band, depth in enumerate((0, 2, 6)) for n in range(60)])
     assert dict(Counter(Host.objects.values_list("band", flat=True))) == {0: 60, 1: 60, 2: 60}
+    origins = dict(Host.objects.values_list("id", "origin"))
     drawn = Counter()
     for _ in range(30):
         for lease in service.lease_ready_hosts("t", 10):
-            drawn[Host.objects.get(id=lease.host_id).origin.split("-")[0]] += 1
+            drawn[origins[lease.host_id].split("-")[0]] += 1
         Host.objects.update(leased_until=timezone.now() - timedelta(seconds=1), next_fetch_at=timezone.now())
         Host.objects.update(band=0)
         for band in (1, 2):
