@@ -45,30 +45,39 @@ class OwnLinks:
     def take(self, pages: list, room: int, taken_urls: set[str], allows) -> list[tuple[frontier.QueuedUrl,
                                                                                        frontier.Candidate]]:
         """Up to `room` new URLs of this host that these pages (pipeline Results.pages) link
-        to, best first in page order: not among `taken_urls`, allowed by `allows` (robots.txt)."""
-        if self.keys is None or room <= 0:
-            return []
-        room = min(room, frontier.own_links_room(len(self.keys)))
+        to, in page order: not among `taken_urls`, allowed by `allows` (robots.txt)."""
         found = []
         for page, queued, _ in pages:
             if queued.kind != frontier.UrlKind.PAGE or page.parsed is None:
                 continue  # a sitemap's or a feed's entries are hints the writer weighs
-            depth = queued.depth + 1
-            for link in page.links:
-                if len(found) >= room:
-                    return found
-                if self._elsewhere(link):
-                    continue
-                judged = frontier.judge_own_link(link, page.base, depth, queued.scopes, self.origin)
-                if judged is None:
-                    continue
-                norm, priority = judged
-                if norm.key in self.keys or norm.url in taken_urls or not allows(norm.url):
-                    continue
-                self.keys.add(norm.key)
-                temporary = next(_temporary_ids)
-                found.append((frontier.QueuedUrl(temporary, norm.url, depth, 0, 0, queued.scopes, priority=priority),
-                              frontier.Candidate(norm.url, depth, 0, queued.id, scopes=queued.scopes, via=self.origin)))
+            found += self.take_candidates(
+                [frontier.Candidate(link, queued.depth + 1, 0, queued.id, base=page.base, scopes=queued.scopes,
+                                    via=self.origin) for link in page.links if not self._elsewhere(link)],
+                room - len(found), taken_urls, allows)
+        return found
+
+    def take_candidates(self, candidates: list[frontier.Candidate], room: int, taken_urls: set[str],
+                        allows) -> list[tuple[frontier.QueuedUrl, frontier.Candidate]]:
+        """Those of these candidates (on this host, as the writer would admit them) it may
+        take, up to `room`: as a queued URL to fetch, and the candidate in the frontier's form."""
+        if self.keys is None or room <= 0:
+            return []
+        room = min(room, frontier.own_links_room(len(self.keys)))
+        found = []
+        for candidate in candidates:
+            if len(found) >= room:
+                break
+            judged = frontier.judge_own_link(candidate.url, candidate.base, candidate.depth, candidate.scopes,
+                                             self.origin, candidate.hint)
+            if judged is None:
+                continue
+            norm, priority = judged
+            if norm.key in self.keys or norm.url in taken_urls or not allows(norm.url):
+                continue
+            self.keys.add(norm.key)
+            found.append((frontier.QueuedUrl(next(_temporary_ids), norm.url, candidate.depth, 0, 0, candidate.scopes,
+                                             kind=candidate.kind, priority=priority),
+                          dataclasses.replace(candidate, url=norm.url, base=None)))
         return found
 
     def learn(self, urls: list[str]) -> None:

@@ -210,15 +210,30 @@ class HostSession:
             return
         # The URL just fetched is still the first carried (the step that fetched it takes
         # it off): what is taken goes after it.
-        room = min(settings.CRAWLER_SESSION_MAX_URLS - len(self.taken),
-                   self._fits_in_window(time.monotonic()) - (len(self.urls) - 1))
-        taken = self.own_links.take(results.pages, room, self.taken_urls, self.policy.allows)
+        self._carry(self.own_links.take(results.pages, self._room(carried=len(self.urls) - 1), self.taken_urls,
+                                        self.policy.allows), first=1)
+
+    def _take_sitemaps(self, answer: robots.RobotsAnswer, depth: int, scopes: str) -> None:
+        """The sitemaps robots.txt names (or /sitemap.xml), taken as the writer admits them
+        (crawl/robots.py): a sitemap goes before the pages it lists, not after a round trip."""
+        if self.own_links.keys is None or self.policy is None:
+            return
+        candidates = robots.sitemap_candidates(self.host.origin, answer, depth, scopes)
+        self._carry(self.own_links.take_candidates(candidates, self._room(carried=len(self.urls)), self.taken_urls,
+                                                   self.policy.allows), first=0)
+
+    def _room(self, carried: int) -> int:
+        return min(settings.CRAWLER_SESSION_MAX_URLS - len(self.taken),
+                   self._fits_in_window(time.monotonic()) - carried)
+
+    def _carry(self, taken: list, first: int) -> None:
+        """Carry what was taken, each in score order from position `first`; tell the writer."""
         if not taken:
             return
         for queued, _ in taken:
             self.taken.add(queued.id)
             self.taken_urls.add(queued.url)
-            position = next((i for i in range(1, len(self.urls)) if self.urls[i].priority < queued.priority),
+            position = next((i for i in range(first, len(self.urls)) if self.urls[i].priority < queued.priority),
                             len(self.urls))
             self.urls.insert(position, queued)
         self.sink(LinksTaken(self.host_id, [(queued.id, candidate) for queued, candidate in taken]))
@@ -310,8 +325,8 @@ class HostSession:
                     return outcome
             self.host, answer, result = robots.fetch(self.host, via=self.connection)
             first = min(self.urls, key=lambda queued: queued.depth, default=None)
-            self.sink(RobotsFetched(self.host_id, answer, self.host.origin, first.depth if first else 0,
-                                    first.scopes if first else ""))
+            depth, scopes = (first.depth, first.scopes) if first else (0, "")
+            self.sink(RobotsFetched(self.host_id, answer, self.host.origin, depth, scopes))
             self._saw(result)
             self._observed(result, "robots", None, 1, None)
             self.clock.crawl_delay = self.host.crawl_delay
@@ -319,6 +334,8 @@ class HostSession:
         if self.host.robots_error:
             return self._robots_unavailable(refreshed)
         self.policy = robots.policy_for(self.host)
+        if refreshed:
+            self._take_sitemaps(answer, depth, scopes)
         return None
 
     def _robots_unavailable(self, refreshed: bool) -> End:

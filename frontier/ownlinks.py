@@ -58,7 +58,8 @@ def host_keys(host_ids: list[int]) -> dict[int, set[int]]:
     return keys
 
 
-def judge_own_link(link: str, base: str, depth: int, scopes: str, origin: str) -> tuple[NormalUrl, int] | None:
+def judge_own_link(link: str, base: str | None, depth: int, scopes: str, origin: str,
+                   hint: int = 0) -> tuple[NormalUrl, int] | None:
     """The link as the frontier would admit it, and its score; None if it is not on
     `origin` or admission would refuse it. No query: the limits, the scopes and the stopped
     patterns as this process last read them (a scope it has not loaded: None)."""
@@ -75,7 +76,7 @@ def judge_own_link(link: str, base: str, depth: int, scopes: str, origin: str) -
         loaded = scope.loaded_scopes(scopes, limits.version)
         if loaded is None or not scope.allowed(norm, loaded):
             return None
-    return norm, importance.score(norm.url, norm.host, depth)
+    return norm, importance.score(norm.url, norm.host, depth, 0, hint)
 
 
 def admit_taken(candidates: list[Candidate]) -> dict[str, int]:
