@@ -119,6 +119,7 @@ class Query:
     sites: list[str] = field(default_factory=list)
     languages: list[str] = field(default_factory=list)  # lang:xx: only pages in these (any of them)
     truncated: bool = False
+    free_text: str = ""  # the words typed outside quotes and operators, as typed
     # Each phrase's token streams, one per analysis of the index that cuts it differently,
     # with the analyses of the pages each matches in (() for all), as Term.conditioned.
     phrase_alternatives: list[list[tuple[list[str], tuple[str, ...]]]] = field(default_factory=list)
@@ -226,7 +227,8 @@ def parse(raw: str, languages=DEFAULT_LANGUAGES) -> Query:
             elif phrase:  # a "single word" is just a word
                 free.append(m.group(2))
     free.append(text[position:])
-    found = groups(" ".join(free))
+    query.free_text = " ".join(" ".join(free).split())
+    found = groups(query.free_text)
     meaningful = [g for g in found if not _is_stopword(g, languages)] or found  # "the who" still searches
     seen = set()
     for group in meaningful:
@@ -247,6 +249,16 @@ def parse(raw: str, languages=DEFAULT_LANGUAGES) -> Query:
     # A long run of Chinese is a phrase of many bigrams: the ranking weighs the first MAX_TERMS.
     query._phrase_terms = list(dict.fromkeys(query._phrase_terms))[:MAX_TERMS]
     return query
+
+
+def as_typed_phrase(query: Query, languages=DEFAULT_LANGUAGES) -> Query | None:
+    """The words typed without quotes, as one quoted phrase (ranking lifts the pages that hold
+    them as typed: "over the course of" says more than "course"); None when that says
+    nothing more: fewer than two words, or a phrase already quoted."""
+    if query.phrases or not query.terms or len(query.free_text.split()) < 2 or '"' in query.free_text:
+        return None
+    phrased = parse(f'"{query.free_text}"', languages)
+    return phrased if len(phrased.phrases) == 1 and not phrased.terms else None
 
 
 def _site_host(value: str) -> str | None:

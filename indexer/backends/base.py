@@ -23,7 +23,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.html import escape
 
 from .. import ranking
-from ..query import Query, Term, parse
+from ..query import Query, Term, as_typed_phrase, parse
 from ..analyzer import stemmer_language
 from ..snippets import MARK_END, MARK_START, make_snippet, snippet_source
 
@@ -165,6 +165,30 @@ class SearchBackend(ABC):
         limit of them from offset, with no score."""
 
     @abstractmethod
+    def matching(self, query: Query, document_ids: list[int]) -> set[int]:
+        """Those of these documents (a few dozen) that the query matches."""
+
+    def _lift_typed_phrase(self, parsed: Query, found: list[Candidate], query_idf: float) -> None:
+        """Words typed without quotes that a page holds as typed, in that order, say more
+        than the same words apart (BM25 knows no order): among the best
+        CRAWLER_SEARCH_PHRASE_CANDIDATES, those that hold the phrase gain
+        CRAWLER_SEARCH_PHRASE_WEIGHT times the query's summed idf, the backend's own
+        phrase match (as for a quoted phrase) telling which."""
+        weight, depth = settings.CRAWLER_SEARCH_PHRASE_WEIGHT, settings.CRAWLER_SEARCH_PHRASE_CANDIDATES
+        if not weight or not depth or len(found) < 2:
+            return
+        phrased = as_typed_phrase(parsed, self.indexed_languages())
+        if phrased is None:
+            return
+        top = found[:depth]
+        holding = self.matching(phrased, [c.document_id for c in top])
+        if not holding:
+            return
+        for candidate in top:
+            if candidate.document_id in holding:
+                candidate.score += weight * query_idf
+        found.sort(key=lambda c: (-c.score, c.document_id))
+
     def snippet_sources(self, document_ids: list[int], chars: int) -> dict[int, tuple[str, str]]:
         """(the first chars characters of the body, Document.boilerplate) of each document."""
 
@@ -297,6 +321,7 @@ class SearchBackend(ABC):
             fields = ranking.ShortFields.of(candidate.title, candidate.address, candidate.language)
             candidate.score = ranking.short_score(fields, terms, idfs, stats, weights) + candidate.long_score
         found.sort(key=lambda c: (-c.score, c.document_id))
+        self._lift_typed_phrase(parsed, found, sum(idfs[:typed]))
         shown = found[offset:offset + limit]
         results.hits = [SearchHit(c.document_id, c.address, c.title, snippet, c.score, c.fetched_at)
                         for c, snippet in zip(shown, self.snippets(shown, parsed))]

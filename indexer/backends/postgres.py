@@ -278,6 +278,14 @@ class PostgresSearchBackend(SearchBackend):
             cur.execute(f"SELECT {counts}", [value for t in terms for value in (term_tsquery(t), cap)])
             return list(cur.fetchone())
 
+    def matching(self, query, document_ids):
+        if not document_ids:
+            return set()
+        with connections[self.using].cursor() as cur:
+            cur.execute("SELECT document_id FROM indexer_pg_index WHERE document_id = ANY(%s) AND vector @@ %s::tsquery",
+                        [list(document_ids), query_tsquery(query, False)])
+            return {row[0] for row in cur.fetchall()}
+
     def candidates(self, query, any_word, limit, exhaustive, terms, idfs, stats, weights):
         # Each term's tokens ranked one lexeme at a time (tf_from_rank inverts a one-lexeme
         # ts_rank): a page counts only the tokens its own analysis makes of the word.

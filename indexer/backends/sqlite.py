@@ -179,6 +179,15 @@ class SQLiteSearchBackend(SearchBackend):
             return [Candidate(r[0], r[1], r[2], as_datetime(r[3]), -float(r[4]), language=r[5])
                     for r in cur.fetchall()]
 
+    def matching(self, query, document_ids):
+        if not document_ids:
+            return set()
+        with connections[self.using].cursor() as cur:
+            cur.execute(f"SELECT rowid FROM indexer_fts WHERE indexer_fts MATCH %s "
+                        f"AND rowid IN ({', '.join(['%s'] * len(document_ids))})",
+                        [match_expression(query, False), *document_ids])
+            return {row[0] for row in cur.fetchall()}
+
     def listed(self, query, limit, offset):
         with connections[self.using].cursor() as cur:
             cur.execute(

@@ -395,3 +395,18 @@ def test_a_page_stored_before_furniture_was_marked_still_loses_its_repeated_titl
     backend.add([doc])
     assert backend.search("site:h.test")[0].snippet_text == "Rigid airships were built in Friedrichshafen."
     assert backend.search("zeppelins")[0].snippet_text == "Rigid airships were built in Friedrichshafen."
+
+
+def test_words_typed_without_quotes_lift_the_page_that_holds_them_in_that_order(backend, settings):
+    # BM25 alone puts the short page with the words scattered (twice each) above the long one
+    # that holds them as typed.
+    scattered = make_doc(1, "a", "", "fox brown quick; a brown fox, a quick one")
+    held = make_doc(2, "b", "", "the quick brown fox jumps " + "filler words here " * 5)
+    others = [make_doc(n, f"other {n}", "", "other pages about something else") for n in range(3, 13)]
+    backend.add([scattered, held, *others])
+    settings.CRAWLER_SEARCH_PHRASE_WEIGHT = 0
+    assert ids(backend.search("quick brown fox")) == [scattered.id, held.id]
+    settings.CRAWLER_SEARCH_PHRASE_WEIGHT = 1.0
+    assert ids(backend.search("quick brown fox")) == [held.id, scattered.id]
+    assert ids(backend.search("brown quick")) == [scattered.id, held.id]  # as typed: only the first holds it
+    assert backend.matching(backend.parse('"brown fox jumps"'), [scattered.id, held.id]) == {held.id}
