@@ -47,6 +47,8 @@ class OwnLinks:
         """Up to `room` new URLs of this host that these pages (pipeline Results.pages) link
         to, in page order: not among `taken_urls`, allowed by `allows` (robots.txt)."""
         found = []
+        if self.keys is None or room <= 0:
+            return found
         for page, queued, _ in pages:
             if queued.kind != frontier.UrlKind.PAGE or page.parsed is None:
                 continue  # a sitemap's or a feed's entries are hints the writer weighs
