@@ -372,7 +372,11 @@ class HostSession:
                             return End("done")
                         # A breaker that just opened ends the session now: it must not sit
                         # out the pause holding the lease.
-                        return breaker_closed(self, None) or clock_allows(self, None) or Wait(time.monotonic())
+                        # Due since the clock allowed it, not since the analysis ended: a
+                        # host waiting for its page's parse is late, and the engine's cap
+                        # on sessions (crawl/capacity.py) must see it.
+                        return (breaker_closed(self, None) or clock_allows(self, None)
+                                or Wait(min(time.monotonic(), self.clock.next_request_at())))
                     break
                 return outcome  # Wait or End
         return End("done")

@@ -87,6 +87,39 @@ def test_the_delay_counts_from_the_end_of_the_response_not_of_its_analysis(tmp_p
     assert statistics.median(between_pages) < analysis + delay - 0.15
 
 
+def test_a_host_kept_waiting_by_its_pages_analysis_counts_as_late_for_the_session_cap(tmp_path, settings,
+                                                                                       monkeypatch):
+    """The engine holds only the sessions it can pace (crawl/capacity.py), judged by how late
+    each step starts. A step is due when the host's clock allows it: an analysis that ends
+    after that (a parse pool behind) makes the host late, and the cap must see it."""
+    import crawl.pipeline
+    from crawl.capacity import SessionCap
+
+    delay, analysis = 0.1, 0.4
+    settings.CRAWLER_PARSE_PROCESSES = 0
+
+    def slow_analyse(result, queued, _analyse=crawl.pipeline.analyse):
+        time.sleep(analysis)
+        return _analyse(result, queued)
+
+    lateness = []
+    real_stepped = SessionCap.stepped
+
+    def stepped(self, late, host_delay):
+        if host_delay == delay:
+            lateness.append(late)
+        return real_stepped(self, late, host_delay)
+
+    monkeypatch.setattr(crawl.pipeline, "analyse", slow_analyse)
+    monkeypatch.setattr(SessionCap, "stepped", stepped)
+    with sample_web(tmp_path, crawl_delay_hosts=1, crawl_delay=delay, latency=0.005) as web:
+        frontier.add_seeds(page_urls(web, 1, 5))
+        run_embedded(threads=2, max_seconds=60)
+    # the steps after a page: due `delay` after the response, started after its analysis
+    assert len(lateness) >= 4
+    assert sorted(lateness)[len(lateness) // 2] >= analysis - delay - 0.05
+
+
 def test_a_session_longer_than_its_lease_keeps_renewing_it(tmp_path, settings):
     settings.CRAWLER_LEASE_SECONDS = 1.2  # renewed every 0.2 s; the session takes ~3 s
     delay = 0.3
