@@ -181,20 +181,27 @@ def value_curve(post: list[float], rates: tuple[float, ...], freqs: tuple[float,
 
 def frequency(curve: list[float], freqs: tuple[float, ...], weight: float, price: float,
               probe: tuple[float, list[tuple[float, float]]] | None = None) -> float:
-    """The frequency at which weight × curve equals the price, within the table's bounds;
-    for a page that may probe, `probe` = (the plan's frequency of probes, probe_of(post)):
-    that frequency (if more) when its posterior is split at this price, at least PROBE_SPLIT
-    of it past the budget's reach and as much within it (hopeless_share), and would visit it
-    more than the least. A page surely hopeless gets the least visits at once, one surely
-    worth chasing its own. Both are counted smoothly in the price (the split over a
-    half-octave of it, the least visits up to twice them), so that a group of alike pages
-    does not start or stop probing all at one price: the plan's spend stays continuous."""
+    """The frequency at which weight × curve equals the price, within the table's bounds.
+    A censored page (censored()) passes `probe` = (its frequency of probes, probe_of(post)):
+    while it may probe (a frequency > 0), that frequency (if more) when its posterior is split
+    at this price, at least PROBE_SPLIT of it past the budget's reach and as much within it
+    (hopeless_share), and would visit it more than the least. Once its probes are spent (a
+    frequency of 0: probes()), the least visits when PROBE_SPLIT of its posterior or more is
+    past the budget's reach: changed at every look, it is taken to be as fast as those looks
+    could show, hopeless at this price (module docstring, 6). A page surely hopeless gets the
+    least visits at once, one surely worth chasing its own. Both are counted smoothly in the
+    price (the split over a half-octave of it, the least visits up to twice them), so that a
+    group of alike pages does not start or stop probing all at one price: the plan's spend
+    stays continuous."""
     wanted = _frequency(curve, freqs, weight, price)
     if probe is None:
         return wanted
     if price <= 0.0 or weight <= 0.0 or curve[0] <= 0.0:
         return wanted
     share = _share(probe[1], weight, price)
+    if probe[0] <= 0.0:  # probes spent, still changed at every look
+        gate = min(1.0, max(0.0, 2.0 * share / PROBE_SPLIT - 1.0))  # 0 below split/2, 1 from split
+        return wanted * (freqs[0] / wanted) ** gate
     gate = min(1.0, max(0.0, 2.0 * min(share, 1.0 - share) / PROBE_SPLIT - 1.0))  # 0 below split/2, 1 from split
     # and only while the posterior would visit it more than the least (fully from twice that)
     gate *= min(1.0, max(0.0, math.log2(wanted / freqs[0])))
@@ -272,10 +279,24 @@ def censored(stats) -> bool:
             and stats.unchanged_seconds <= 1e-9)
 
 
-def probes(stats, min_interval: float) -> float:
-    """How many of a page's changed, undated observations came at about the shortest
-    interval (at most twice as long: a release's, a queue's and a session's lag)."""
-    return sum(count for _, count, seconds in stats.changed if count > 0 and seconds / count <= 2.0 * min_interval)
+def probes(stats) -> float:
+    """How many looks a censored page has had after its first changed one (each planned as a
+    probe), however long each took. Counting only looks near the shortest interval, a real
+    crawl's lag (a release, a queue, a busy host) stretched them past it and the page probed
+    forever: on the real-time web, pages changing every 2-6 s were looked at every 40 s or so
+    for the whole run, and the plan counted them at the shortest interval (issue 51)."""
+    return max(0.0, stats.changes - 1.0)
+
+
+def probe_for(stats, probe_freq: float, post: list[float], rates: tuple[float, ...],
+              freqs: tuple[float, ...]) -> tuple[float, list[tuple[float, float]]] | None:
+    """frequency()'s `probe` for a page: None unless censored; (probe_freq, …) while it
+    may probe (fewer than PROBES probes, with a little room for faded counts), (0.0, …)
+    once they are spent."""
+    if not censored(stats):
+        return None
+    spent = probes(stats) > PROBES - 0.5
+    return (0.0 if spent else probe_freq), probe_of(post, rates, freqs)
 
 
 def mean_rate(post: list[float], rates: tuple[float, ...]) -> float:
