@@ -303,6 +303,9 @@ def mean_rate(post: list[float], rates: tuple[float, ...]) -> float:
     return sum(p * r for p, r in zip(post, rates))
 
 
+PRICE_TOLERANCE = 1e-3  # of log price: solve_price's precision
+
+
 def solve_price(curves: list[tuple], freqs: tuple[float, ...], budget: float, scale: float = 1.0) -> float:
     """The price at which `scale` × Σ frequency(curve, weight[, probe]) over (curve, weight)
     pairs (or triples with a probe) spends `budget`; 0 when even every page at the most
@@ -320,7 +323,9 @@ def solve_price(curves: list[tuple], freqs: tuple[float, ...], budget: float, sc
     low, high = math.log(min(values)) - 1.0, math.log(max(values)) + 1.0
     if spend(math.exp(high)) > budget:
         return math.exp(high)
-    for _ in range(60):  # bisection on log price: spend falls as the price rises
+    # bisection on log price (spend falls as the price rises), to a thousandth of the price:
+    # each step is every page's frequency, and the plan runs in the crawl's loop (runners)
+    while high - low > PRICE_TOLERANCE:
         middle = (low + high) / 2.0
         if spend(math.exp(middle)) > budget:
             low = middle
