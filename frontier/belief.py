@@ -42,20 +42,26 @@ how rates spread over its pages; each page's visits then narrow that spread down
    release's token bucket absorbs). Each page's marginal value is tabulated at TABLE
    frequencies between the bounds; a visit's frequency is read from the same table, so the
    plan and the visits agree.
-6. Hopeless pages, and censored ones (issue 51). A rate λ is past the budget's reach when
-   even the least frequent visit buys less than the price, w·φ(λ/f_min)/λ <= μ (about
-   λ >= w/μ: importance w raises the threshold); the optimum gives such a page the least
-   visits. A page changed at every visit and never dated (censored) is only known to change
-   at least about once an interval: its likelihood is flat above that, so its posterior
-   stays split between "hopeless" and "worth chasing", and planned by it the page sits at
-   the interval where the two balance, where no visit ever tells them apart (on a web with
-   pages changing every 2-6 s and a 10 s shortest interval: 85 fetches an hour to such
-   pages, where the optimum gives 15). Such a page, while its posterior is split (at least
-   PROBE_SPLIT each side) and would visit it more than the least, probes: it is looked at
-   the shortest interval (or as often as the plan's share of exploring allows), PROBES
-   times at most. Seen unchanged there it is worth chasing; changed there too it is at
-   least that fast, and its posterior gives it the least visits. Being changed at every
-   visit is never itself a reason to come back sooner.
+6. Hopeless pages, and censored ones (issue 51). The rule: a rate λ is hopeless at this
+   budget, past its reach, when even the least frequent visit buys less than the price,
+   w·φ(λ/f_min)/λ <= μ (about λ >= w/μ); the optimum gives such a page the least visits
+   (every CRAWLER_RECRAWL_MAX_INTERVAL). The price μ is what the budget makes one more
+   fetch a second cost (planning.py), so a smaller budget lowers the threshold, and a
+   page's importance w (its score: recrawl.weight_of) raises it: a weightier page is
+   chased at faster rates. A page changed at every visit and never dated (censored) is
+   only known to change at least about once an interval: its likelihood is flat above
+   that, so its posterior stays split between "hopeless" and "worth chasing", and planned
+   by it the page sits at the interval where the two balance, where no visit ever tells
+   them apart (on a web with pages changing every 2-6 s and a 10 s shortest interval: 85
+   fetches an hour to such pages, where the optimum gives 15). Such a page, while its
+   posterior is split (at least PROBE_SPLIT each side) and would visit it more than the
+   least, probes: it is looked at the shortest interval (or as often as the plan's share
+   of exploring allows), PROBES times at most, counted as looks however late each came
+   (probes()). Seen unchanged, it is planned by its posterior. Changed at every probe too,
+   it is at least as fast as the crawler could look, and it is hopeless at this budget
+   while PROBE_SPLIT of its posterior or more is past the threshold: the least visits
+   (with a heavy enough weight, none of it is, and it is planned by its posterior). Being
+   changed at a visit is never itself a reason to come back sooner.
 """
 
 import json
@@ -265,7 +271,8 @@ def hopeless_share(post: list[float], rates: tuple[float, ...], freqs: tuple[flo
 # A page whose visits all saw a change, undated (censored), is looked at the shortest
 # interval (the plan's frequency of probes), PROBES times at most (probes), while its
 # posterior leaves at least PROBE_SPLIT of its mass both past the budget's reach and within
-# it (frequency).
+# it (frequency); its probes spent, it gets the least visits while PROBE_SPLIT of its
+# posterior is past that reach.
 PROBES = 4
 PROBE_SPLIT = 0.1
 
