@@ -58,9 +58,13 @@ how rates spread over its pages; each page's visits then narrow that spread down
    least, probes: it is looked at the shortest interval (or as often as the plan's share
    of exploring allows), PROBES times at most, counted as looks however late each came
    (probes()). Seen unchanged, it is planned by its posterior. Changed at every probe too,
-   it is at least as fast as the crawler could look, and it is hopeless at this budget
-   while PROBE_SPLIT of its posterior or more is past the threshold: the least visits
-   (with a heavy enough weight, none of it is, and it is planned by its posterior). Being
+   when SHORT_PROBES or more of its changes came at about the shortest interval (within
+   twice it), it is at least that fast, and it is hopeless at this budget while
+   PROBE_SPLIT of its posterior or more is past the threshold: the least visits (with a
+   heavy enough weight, none of it is, and it is planned by its posterior). Changed at
+   looks that all came late (on the bench's compressed clock a look planned at the
+   shortest interval comes several of them later), it is planned by its posterior: those
+   looks say only that it changes at least about once in their longer intervals. Being
    changed at a visit is never itself a reason to come back sooner.
 """
 
@@ -275,6 +279,7 @@ def hopeless_share(post: list[float], rates: tuple[float, ...], freqs: tuple[flo
 # posterior is past that reach.
 PROBES = 4
 PROBE_SPLIT = 0.1
+SHORT_PROBES = 2  # changes seen at about the shortest interval for the hopeless verdict (probe_for)
 
 
 def censored(stats) -> bool:
@@ -295,15 +300,27 @@ def probes(stats) -> float:
     return max(0.0, stats.changes - 1.0)
 
 
+def short_probes(stats, min_interval: float) -> float:
+    """How many of a page's changed, undated observations came at about the shortest
+    interval (at most twice as long: a release's, a queue's and a session's lag)."""
+    return sum(count for _, count, seconds in stats.changed if count > 0 and seconds / count <= 2.0 * min_interval)
+
+
 def probe_for(stats, probe_freq: float, post: list[float], rates: tuple[float, ...],
-              freqs: tuple[float, ...]) -> tuple[float, list[tuple[float, float]]] | None:
+              freqs: tuple[float, ...], min_interval: float) -> tuple[float, list[tuple[float, float]]] | None:
     """frequency()'s `probe` for a page: None unless censored; (probe_freq, …) while it
-    may probe (fewer than PROBES probes, with a little room for faded counts), (0.0, …)
-    once they are spent."""
+    may probe (fewer than PROBES probes, with a little room for faded counts); once they
+    are spent, (0.0, …) when at least SHORT_PROBES of its changes came at about the
+    shortest interval (short_probes: evidence of a rate at least that fast, the hopeless
+    verdict's condition), else None: looks that came late say only that the page changes
+    at least about once in their longer intervals, and it is planned by its posterior."""
     if not censored(stats):
         return None
-    spent = probes(stats) > PROBES - 0.5
-    return (0.0 if spent else probe_freq), probe_of(post, rates, freqs)
+    if probes(stats) <= PROBES - 0.5:
+        return probe_freq, probe_of(post, rates, freqs)
+    if short_probes(stats, min_interval) >= SHORT_PROBES - 0.5:
+        return 0.0, probe_of(post, rates, freqs)
+    return None
 
 
 def mean_rate(post: list[float], rates: tuple[float, ...]) -> float:

@@ -89,11 +89,12 @@ def solve(sampled: list[tuple[str, int]], pages: int, first_looks: int, stored_p
     known = [(text, priority) for text, priority in sampled if recrawl.has_evidence(summaries[text])]
     logliks = {text: belief.log_likelihood(summaries[text], rates) for text, _ in known}
     prior = belief.fit_prior([logliks[text] for text, _ in known], prior, iterations=EM_ITERATIONS)
+    low = recrawl._bounds()[0]
     curves = {}
     for text, loglik in logliks.items():  # the curve, and the probe (recrawl.plan_interval)
         post = belief.posterior(loglik, prior)
-        curves[text] = (belief.value_curve(post, rates, freqs), belief.probe_for(summaries[text], 1.0, post, rates, freqs))
-    looks = min(first_looks / recrawl._bounds()[0], settings.CRAWLER_RECRAWL_EXPLORE_SHARE * budget)
+        curves[text] = (belief.value_curve(post, rates, freqs), belief.probe_for(summaries[text], 1.0, post, rates, freqs, low))
+    looks = min(first_looks / low, settings.CRAWLER_RECRAWL_EXPLORE_SHARE * budget)
     scale = (pages - first_looks) / max(1, len(known))
     # the pages that may probe, at any price (their probes not spent)
     probing = scale * sum(1 for text, _ in known if curves[text][1] is not None and curves[text][1][0] > 0.0)

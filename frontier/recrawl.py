@@ -28,8 +28,9 @@ The interval of a URL, by CRAWLER_RECRAWL_POLICY:
             CRAWLER_RECRAWL_MAX_INTERVAL). A page changed at every visit and never dated is
             looked at the shortest interval a few times (belief.PROBES, however late each
             comes), which tells a page worth chasing from one past the budget's reach;
-            changed at every one of them too, it is hopeless while a tenth of its posterior
-            or more is past that reach (belief.py, 6). A page with no observation yet gets
+            changed at every one of them too, twice or more at about the shortest
+            interval, it is hopeless while a tenth of its posterior or more is past that
+            reach (belief.py, 6). A page with no observation yet gets
             its first look as soon as the budget allows (within
             CRAWLER_RECRAWL_EXPLORE_SHARE of it when many wait).
   uniform   every page alike: pages / budget (a baseline).
@@ -269,11 +270,12 @@ def plan_interval(before: Before, stats: changerate.ChangeStats, changed: bool,
     # "hopeless" and "worth chasing" balance, and no visit there ever tells them apart (issue
     # 51). So it probes: PROBES looks at the plan's frequency of probes (the shortest
     # interval when the exploring share allows). Seen unchanged, it is planned by its
-    # posterior; changed at every probe too, it is at least as fast as the crawler can look,
-    # and while PROBE_SPLIT of its posterior is past the budget's reach (λ above about w/μ:
-    # belief.hopeless_share) it is hopeless at this budget and gets the least visits. Being
+    # posterior; changed at every probe too, and at least twice at about the shortest
+    # interval, it is at least that fast, and while PROBE_SPLIT of its posterior is past the
+    # budget's reach (λ above about w/μ: belief.hopeless_share) it is hopeless at this
+    # budget and gets the least visits (probes that all came late: its posterior). Being
     # changed at a visit is never itself a reason to come back sooner (belief.py, 6).
-    probe = belief.probe_for(stats, plan.probe_freq or _frequencies()[-1], post, _grid(), _frequencies())
+    probe = belief.probe_for(stats, plan.probe_freq or _frequencies()[-1], post, _grid(), _frequencies(), _bounds()[0])
     return 1.0 / belief.frequency(curve, _frequencies(), weight, plan.price, probe)
 
 
