@@ -42,20 +42,30 @@ how rates spread over its pages; each page's visits then narrow that spread down
    release's token bucket absorbs). Each page's marginal value is tabulated at TABLE
    frequencies between the bounds; a visit's frequency is read from the same table, so the
    plan and the visits agree.
-6. Hopeless pages, and censored ones (issue 51). A rate λ is past the budget's reach when
-   even the least frequent visit buys less than the price, w·φ(λ/f_min)/λ <= μ (about
-   λ >= w/μ: importance w raises the threshold); the optimum gives such a page the least
-   visits. A page changed at every visit and never dated (censored) is only known to change
-   at least about once an interval: its likelihood is flat above that, so its posterior
-   stays split between "hopeless" and "worth chasing", and planned by it the page sits at
-   the interval where the two balance, where no visit ever tells them apart (on a web with
-   pages changing every 2-6 s and a 10 s shortest interval: 85 fetches an hour to such
-   pages, where the optimum gives 15). Such a page, while its posterior is split (at least
-   PROBE_SPLIT each side) and would visit it more than the least, probes: it is looked at
-   the shortest interval (or as often as the plan's share of exploring allows), PROBES
-   times at most. Seen unchanged there it is worth chasing; changed there too it is at
-   least that fast, and its posterior gives it the least visits. Being changed at every
-   visit is never itself a reason to come back sooner.
+6. Hopeless pages, and censored ones (issue 51). The rule: a rate λ is hopeless at this
+   budget, past its reach, when even the least frequent visit buys less than the price,
+   w·φ(λ/f_min)/λ <= μ (about λ >= w/μ); the optimum gives such a page the least visits
+   (every CRAWLER_RECRAWL_MAX_INTERVAL). The price μ is what the budget makes one more
+   fetch a second cost (planning.py), so a smaller budget lowers the threshold, and a
+   page's importance w (its score: recrawl.weight_of) raises it: a weightier page is
+   chased at faster rates. A page changed at every visit and never dated (censored) is
+   only known to change at least about once an interval: its likelihood is flat above
+   that, so its posterior stays split between "hopeless" and "worth chasing", and planned
+   by it the page sits at the interval where the two balance, where no visit ever tells
+   them apart (on a web with pages changing every 2-6 s and a 10 s shortest interval: 85
+   fetches an hour to such pages, where the optimum gives 15). Such a page, while its
+   posterior is split (at least PROBE_SPLIT each side) and would visit it more than the
+   least, probes: it is looked at the shortest interval (or as often as the plan's share
+   of exploring allows), PROBES times at most, counted as looks however late each came
+   (probes()). Seen unchanged, it is planned by its posterior. Changed at every probe too,
+   when SHORT_PROBES or more of its changes came at about the shortest interval (within
+   twice it), it is at least that fast, and it is hopeless at this budget while
+   PROBE_SPLIT of its posterior or more is past the threshold: the least visits (with a
+   heavy enough weight, none of it is, and it is planned by its posterior). Changed at
+   looks that all came late (on the bench's compressed clock a look planned at the
+   shortest interval comes several of them later), it is planned by its posterior: those
+   looks say only that it changes at least about once in their longer intervals. Being
+   changed at a visit is never itself a reason to come back sooner.
 """
 
 import json
@@ -181,20 +191,27 @@ def value_curve(post: list[float], rates: tuple[float, ...], freqs: tuple[float,
 
 def frequency(curve: list[float], freqs: tuple[float, ...], weight: float, price: float,
               probe: tuple[float, list[tuple[float, float]]] | None = None) -> float:
-    """The frequency at which weight × curve equals the price, within the table's bounds;
-    for a page that may probe, `probe` = (the plan's frequency of probes, probe_of(post)):
-    that frequency (if more) when its posterior is split at this price, at least PROBE_SPLIT
-    of it past the budget's reach and as much within it (hopeless_share), and would visit it
-    more than the least. A page surely hopeless gets the least visits at once, one surely
-    worth chasing its own. Both are counted smoothly in the price (the split over a
-    half-octave of it, the least visits up to twice them), so that a group of alike pages
-    does not start or stop probing all at one price: the plan's spend stays continuous."""
+    """The frequency at which weight × curve equals the price, within the table's bounds.
+    A censored page (censored()) passes `probe` = (its frequency of probes, probe_of(post)):
+    while it may probe (a frequency > 0), that frequency (if more) when its posterior is split
+    at this price, at least PROBE_SPLIT of it past the budget's reach and as much within it
+    (hopeless_share), and would visit it more than the least. Once its probes are spent (a
+    frequency of 0: probes()), the least visits when PROBE_SPLIT of its posterior or more is
+    past the budget's reach: changed at every look, it is taken to be as fast as those looks
+    could show, hopeless at this price (module docstring, 6). A page surely hopeless gets the
+    least visits at once, one surely worth chasing its own. Both are counted smoothly in the
+    price (the split over a half-octave of it, the least visits up to twice them), so that a
+    group of alike pages does not start or stop probing all at one price: the plan's spend
+    stays continuous."""
     wanted = _frequency(curve, freqs, weight, price)
     if probe is None:
         return wanted
     if price <= 0.0 or weight <= 0.0 or curve[0] <= 0.0:
         return wanted
     share = _share(probe[1], weight, price)
+    if probe[0] <= 0.0:  # probes spent, still changed at every look
+        gate = min(1.0, max(0.0, 2.0 * share / PROBE_SPLIT - 1.0))  # 0 below split/2, 1 from split
+        return wanted * (freqs[0] / wanted) ** gate
     gate = min(1.0, max(0.0, 2.0 * min(share, 1.0 - share) / PROBE_SPLIT - 1.0))  # 0 below split/2, 1 from split
     # and only while the posterior would visit it more than the least (fully from twice that)
     gate *= min(1.0, max(0.0, math.log2(wanted / freqs[0])))
@@ -258,9 +275,11 @@ def hopeless_share(post: list[float], rates: tuple[float, ...], freqs: tuple[flo
 # A page whose visits all saw a change, undated (censored), is looked at the shortest
 # interval (the plan's frequency of probes), PROBES times at most (probes), while its
 # posterior leaves at least PROBE_SPLIT of its mass both past the budget's reach and within
-# it (frequency).
+# it (frequency); its probes spent, it gets the least visits while PROBE_SPLIT of its
+# posterior is past that reach.
 PROBES = 4
 PROBE_SPLIT = 0.1
+SHORT_PROBES = 2  # changes seen at about the shortest interval for the hopeless verdict (probe_for)
 
 
 def censored(stats) -> bool:
@@ -272,14 +291,43 @@ def censored(stats) -> bool:
             and stats.unchanged_seconds <= 1e-9)
 
 
-def probes(stats, min_interval: float) -> float:
+def probes(stats) -> float:
+    """How many looks a censored page has had after its first changed one (each planned as a
+    probe), however long each took. Counting only looks near the shortest interval, a real
+    crawl's lag (a release, a queue, a busy host) stretched them past it and the page probed
+    forever: on the real-time web, pages changing every 2-6 s were looked at every 40 s or so
+    for the whole run, and the plan counted them at the shortest interval (issue 51)."""
+    return max(0.0, stats.changes - 1.0)
+
+
+def short_probes(stats, min_interval: float) -> float:
     """How many of a page's changed, undated observations came at about the shortest
     interval (at most twice as long: a release's, a queue's and a session's lag)."""
     return sum(count for _, count, seconds in stats.changed if count > 0 and seconds / count <= 2.0 * min_interval)
 
 
+def probe_for(stats, probe_freq: float, post: list[float], rates: tuple[float, ...],
+              freqs: tuple[float, ...], min_interval: float) -> tuple[float, list[tuple[float, float]]] | None:
+    """frequency()'s `probe` for a page: None unless censored; (probe_freq, …) while it
+    may probe (fewer than PROBES probes, with a little room for faded counts); once they
+    are spent, (0.0, …) when at least SHORT_PROBES of its changes came at about the
+    shortest interval (short_probes: evidence of a rate at least that fast, the hopeless
+    verdict's condition), else None: looks that came late say only that the page changes
+    at least about once in their longer intervals, and it is planned by its posterior."""
+    if not censored(stats):
+        return None
+    if probes(stats) <= PROBES - 0.5:
+        return probe_freq, probe_of(post, rates, freqs)
+    if short_probes(stats, min_interval) >= SHORT_PROBES - 0.5:
+        return 0.0, probe_of(post, rates, freqs)
+    return None
+
+
 def mean_rate(post: list[float], rates: tuple[float, ...]) -> float:
     return sum(p * r for p, r in zip(post, rates))
+
+
+PRICE_TOLERANCE = 1e-3  # of log price: solve_price's precision
 
 
 def solve_price(curves: list[tuple], freqs: tuple[float, ...], budget: float, scale: float = 1.0) -> float:
@@ -299,7 +347,9 @@ def solve_price(curves: list[tuple], freqs: tuple[float, ...], budget: float, sc
     low, high = math.log(min(values)) - 1.0, math.log(max(values)) + 1.0
     if spend(math.exp(high)) > budget:
         return math.exp(high)
-    for _ in range(60):  # bisection on log price: spend falls as the price rises
+    # bisection on log price (spend falls as the price rises), to a thousandth of the price:
+    # each step is every page's frequency, and the plan runs in the crawl's loop (runners)
+    while high - low > PRICE_TOLERANCE:
         middle = (low + high) / 2.0
         if spend(math.exp(middle)) > budget:
             low = middle

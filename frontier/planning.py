@@ -91,16 +91,17 @@ def solve(sampled: list[tuple[str, int]], pages: int, first_looks: int, stored_p
     prior = belief.fit_prior([logliks[text] for text, _ in known], prior, iterations=EM_ITERATIONS)
     low = recrawl._bounds()[0]
     curves = {}
-    for text, loglik in logliks.items():  # the curve, and whether it probes (recrawl.plan_interval)
+    for text, loglik in logliks.items():  # the curve, and the probe (recrawl.plan_interval)
         post = belief.posterior(loglik, prior)
-        may_probe = belief.censored(summaries[text]) and belief.probes(summaries[text], low) < belief.PROBES
-        curves[text] = (belief.value_curve(post, rates, freqs), belief.probe_of(post, rates, freqs) if may_probe else None)
+        curves[text] = (belief.value_curve(post, rates, freqs), belief.probe_for(summaries[text], 1.0, post, rates, freqs, low))
     looks = min(first_looks / low, settings.CRAWLER_RECRAWL_EXPLORE_SHARE * budget)
     scale = (pages - first_looks) / max(1, len(known))
-    probing = scale * sum(1 for text, _ in known if curves[text][1] is not None)  # that may probe, at any price
+    # the pages that may probe, at any price (their probes not spent)
+    probing = scale * sum(1 for text, _ in known if curves[text][1] is not None and curves[text][1][0] > 0.0)
     probe = min(freqs[-1], (settings.CRAWLER_RECRAWL_EXPLORE_SHARE * budget - looks) / probing) if probing else freqs[-1]
     probe = max(probe, freqs[0])
-    pairs = [(curves[text][0], recrawl.weight_of(priority), None if curves[text][1] is None else (probe, curves[text][1]))
+    pairs = [(curves[text][0], recrawl.weight_of(priority),
+              None if curves[text][1] is None else (probe if curves[text][1][0] > 0.0 else 0.0, curves[text][1][1]))
              for text, priority in known]
     price = belief.solve_price(pairs, freqs, max(0.0, budget - looks), scale=scale)
     planned = looks + scale * sum(belief.frequency(curve, freqs, weight, price, p) for curve, weight, p in pairs)

@@ -22,10 +22,17 @@ The interval of a URL, by CRAWLER_RECRAWL_POLICY:
             believes (belief.py): the posterior over the page's rate, under a prior fitted to
             the whole crawl; a visit comes when its expected marginal freshness equals the
             budget's price. Pages that change too often for the budget get fewer visits,
-            never more; a page changed at every visit and never dated is looked at the
-            shortest interval a few times (belief.py, 6), which tells a page worth chasing
-            from one past the budget's reach. A page with no observation yet gets its first look as soon as the
-            budget allows (within CRAWLER_RECRAWL_EXPLORE_SHARE of it when many wait).
+            never more. Hopeless at this budget: a rate past the budget's reach, where even
+            the least visits buy less than the price (w·φ(λ/f_min)/λ <= μ, about λ >= w/μ,
+            w the page's importance): such a page gets the least visits (every
+            CRAWLER_RECRAWL_MAX_INTERVAL). A page changed at every visit and never dated is
+            looked at the shortest interval a few times (belief.PROBES, however late each
+            comes), which tells a page worth chasing from one past the budget's reach;
+            changed at every one of them too, twice or more at about the shortest
+            interval, it is hopeless while a tenth of its posterior or more is past that
+            reach (belief.py, 6). A page with no observation yet gets
+            its first look as soon as the budget allows (within
+            CRAWLER_RECRAWL_EXPLORE_SHARE of it when many wait).
   uniform   every page alike: pages / budget (a baseline).
   adaptive  Nutch's AdaptiveFetchSchedule: the interval shrinks 20% on a change, grows 40%
             otherwise (a baseline).
@@ -258,16 +265,17 @@ def plan_interval(before: Before, stats: changerate.ChangeStats, changed: bool,
     post = post if post is not None else believed(stats)
     weight = weight_of(before.priority)
     curve = belief.value_curve(post, _grid(), _frequencies())
-    # Changed at every visit, undated: a rate of at least about 1/interval, and no more is
-    # known. Planned by its posterior, such a page stays at the interval where "hopeless"
-    # and "worth chasing" balance, and no visit there ever tells them apart (issue 51: pages
-    # changing every 2-6 s, where the optimum gives 15 fetches an hour, got 85). Looks at the
-    # shortest interval do (belief.probing): seen unchanged there, the page is worth chasing;
-    # changed again, it is at least that fast, and past the budget's reach (belief.
-    # hopeless_share: λ above about w/μ) its posterior gives it the least visits.
-    probe = None
-    if belief.censored(stats) and belief.probes(stats, low) < belief.PROBES:
-        probe = (plan.probe_freq or _frequencies()[-1], belief.probe_of(post, _grid(), _frequencies()))
+    # Changed at every visit, undated (censored): a rate of at least about 1/interval, and no
+    # more is known. Planned by its posterior, such a page stays at the interval where
+    # "hopeless" and "worth chasing" balance, and no visit there ever tells them apart (issue
+    # 51). So it probes: PROBES looks at the plan's frequency of probes (the shortest
+    # interval when the exploring share allows). Seen unchanged, it is planned by its
+    # posterior; changed at every probe too, and at least twice at about the shortest
+    # interval, it is at least that fast, and while PROBE_SPLIT of its posterior is past the
+    # budget's reach (λ above about w/μ: belief.hopeless_share) it is hopeless at this
+    # budget and gets the least visits (probes that all came late: its posterior). Being
+    # changed at a visit is never itself a reason to come back sooner (belief.py, 6).
+    probe = belief.probe_for(stats, plan.probe_freq or _frequencies()[-1], post, _grid(), _frequencies(), _bounds()[0])
     return 1.0 / belief.frequency(curve, _frequencies(), weight, plan.price, probe)
 
 
