@@ -12,7 +12,7 @@ DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup setup-browser replay-setup replay demo demo-distributed stack test test-postgres test-sqlite services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest bench-gemini bench-export bench-encodings
+.PHONY: setup setup-browser replay-setup replay demo demo-distributed stack test test-postgres test-sqlite test-postgres-crawl test-postgres-rest test-sqlite-crawl test-sqlite-rest services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest bench-gemini bench-export bench-encodings
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -134,20 +134,43 @@ bench-export: setup services
 	DATABASE_URL=$(EXPORT_DB) $(PY) manage.py migrate -v0
 	DATABASE_URL=$(EXPORT_DB) $(PY) -m bench.export_cost $(EXPORT_ARGS)
 
-# The two databases' runs side by side (a core each; -O keeps each run's output together):
-# the suite's wall time is the longer run's, not their sum.
+# The two databases' runs side by side, each in two halves (the crawl tests, the rest): the
+# suite mostly waits (servers' latency, delays, workers starting), so four runs on two cores
+# take about half the wall time of two. Each half has its own test database and Redis
+# database (their tests empty their broker); -O keeps each run's output together.
 test: setup setup-browser replay-setup services
-	$(MAKE) -j2 -O test-postgres test-sqlite
+	$(MAKE) -j4 -O test-postgres-crawl test-postgres-rest test-sqlite-crawl test-sqlite-rest
 
+PG_URL_REST ?= postgres://postgres@127.0.0.1:5432/crawlerweb_rest
+CRAWL_TESTS := tests/crawl
+
+# One database's whole suite in one run (the test target splits each in two).
 test-postgres:
 	DATABASE_URL=$(PG_URL) $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
 
+test-postgres-crawl:
+	DATABASE_URL=$(PG_URL) $(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(CRAWL_TESTS)
+
+test-postgres-rest:
+	DATABASE_URL=$(PG_URL_REST) CRAWLER_TEST_BROKER_URL=redis://127.0.0.1:6379/10 \
+		$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) --ignore=$(CRAWL_TESTS) tests
+
 # The embedded backend: the same suite on SQLite (PostgreSQL-only tests skip themselves).
-# Its own Redis database: the two runs go side by side and their tests empty their broker.
+# Its own Redis database: the runs go side by side and their tests empty their broker.
 test-sqlite:
 	@mkdir -p var
 	DATABASE_URL=sqlite:///$(CURDIR)/var/unused.sqlite3 CRAWLER_TEST_BROKER_URL=redis://127.0.0.1:6379/15 \
 		$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS)
+
+test-sqlite-crawl:
+	@mkdir -p var
+	DATABASE_URL=sqlite:///$(CURDIR)/var/unused.sqlite3 CRAWLER_TEST_BROKER_URL=redis://127.0.0.1:6379/15 \
+		$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(CRAWL_TESTS)
+
+test-sqlite-rest:
+	@mkdir -p var
+	DATABASE_URL=sqlite:///$(CURDIR)/var/unused-rest.sqlite3 CRAWLER_TEST_BROKER_URL=redis://127.0.0.1:6379/9 \
+		$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) --ignore=$(CRAWL_TESTS) tests
 
 sampleweb: setup
 	$(PY) -m webs.sampleweb serve --port $(DEMO_PORT) --log var/sampleweb.log
