@@ -38,8 +38,9 @@ _URLS, _HOSTS = Url._meta.db_table, Host._meta.db_table
 
 def host_keys(host_ids: list[int]) -> dict[int, set[int]]:
     """The keys of every URL of these hosts, for those holding at most
-    CRAWLER_SESSION_OWN_LINKS_HOST_URLS URLs (one statement); a host left out is too big
-    (or the setting is 0): its session takes no links of its own."""
+    CRAWLER_SESSION_OWN_LINKS_HOST_URLS URLs (one statement); a host left out is too big,
+    has no URL (a session always has some), or the setting is 0: its session takes no
+    links of its own."""
     limit = settings.CRAWLER_SESSION_OWN_LINKS_HOST_URLS
     if not limit or not host_ids:
         return {}
@@ -50,11 +51,6 @@ def host_keys(host_ids: list[int]) -> dict[int, set[int]]:
                            f"WHERE h.id IN ({marks(len(chunk))}) AND h.url_count <= %s", [*chunk, limit])
             for host_id, key in cursor.fetchall():
                 keys.setdefault(host_id, set()).add(key)
-            small = [host_id for host_id in chunk if host_id not in keys]
-            if small:  # hosts with no URL at all (rare: a session has some) are small too
-                cursor.execute(f"SELECT id FROM {_HOSTS} WHERE id IN ({marks(len(small))}) AND url_count <= %s",
-                               [*small, limit])
-                keys.update((host_id, set()) for host_id, in cursor.fetchall())
     return keys
 
 

@@ -9,7 +9,6 @@ with the referrer chain and the crawl log as if the writer had admitted the link
 """
 
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -34,12 +33,15 @@ PAGES = 6  # /p/0.html .. /p/5.html: home links /p/0, each page the next (depth 
 
 class ChainSite(QuietHandler):
     """A small site read page by page, with a Crawl-delay; `asked` is every path asked,
-    with the connection (client port) it came on."""
+    with the connection (client port) it came on; `chain_read` is set when the last page is."""
 
     asked: list = []
+    chain_read: threading.Event
 
     def do_GET(self):
         type(self).asked.append((self.path, self.client_address[1]))
+        if self.path == f"/p/{PAGES - 1}.html":
+            type(self).chain_read.set()
         if self.path == "/robots.txt":
             return self.send(200, b"User-agent: *\nCrawl-delay: 0.05\n", [("Content-Type", "text/plain")])
         if self.path == "/":
@@ -59,9 +61,10 @@ class ChainSite(QuietHandler):
 def chain_site():
     class Site(ChainSite):
         asked = []
+        chain_read = threading.Event()
 
     with serving(Site) as origin:
-        yield origin, Site.asked
+        yield origin, Site.asked, Site.chain_read
 
 
 def chain(origin: str) -> list[str]:
@@ -75,15 +78,13 @@ def pages_asked(asked) -> list[str]:
 def test_a_session_reads_a_small_site_page_by_page_while_the_writer_stores_nothing(chain_site, settings, monkeypatch):
     """The writer's first store is held until the session has fetched the whole chain: a
     session that waited for its pages' links to be stored would never get past home."""
-    origin, asked = chain_site
+    origin, asked, chain_read = chain_site
     real_store = writer._store_retrying
     held = {}
 
     def store_held(results):
         if "pages" not in held:
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and len(pages_asked(asked)) < PAGES:
-                time.sleep(0.02)
+            chain_read.wait(20)  # the last page asked; a session waiting for this store never asks it
             held["pages"] = len(pages_asked(asked))
         return real_store(results)
 
@@ -107,7 +108,7 @@ def test_a_session_reads_a_small_site_page_by_page_while_the_writer_stores_nothi
 def test_a_link_the_frontier_has_is_not_taken_again(chain_site, settings):
     """A URL of the host fetched before (here /p/1.html, recorded as fetched) is in the
     frontier: the session must not fetch it again when /p/0.html links to it."""
-    origin, asked = chain_site
+    origin, asked, _ = chain_site
     frontier.add_seeds([f"{origin}/", f"{origin}/p/1.html"])
     Url.objects.filter(url=f"{origin}/p/1.html").update(state="fetched", last_fetched_at=timezone.now(),
                                                          next_fetch_at=timezone.now() + timedelta(days=30))
@@ -119,7 +120,7 @@ def test_a_link_the_frontier_has_is_not_taken_again(chain_site, settings):
 def test_a_session_takes_no_more_than_its_hosts_quota(chain_site, settings):
     settings.CRAWLER_MAX_URLS_PER_HOST = 4
     settings.CRAWLER_SITEMAP_GUESS = False  # no /sitemap.xml admitted meanwhile: the quota is the pages'
-    origin, asked = chain_site
+    origin, asked, _ = chain_site
     frontier.add_seeds([f"{origin}/"])
     run_embedded(threads=2, max_seconds=60)
     held = set(Url.objects.values_list("url", flat=True))
@@ -131,7 +132,7 @@ def test_a_session_takes_no_more_than_its_hosts_quota(chain_site, settings):
 
 def test_with_the_setting_at_zero_a_session_waits_for_the_writer_as_before(chain_site, settings):
     settings.CRAWLER_SESSION_OWN_LINKS_HOST_URLS = 0
-    origin, asked = chain_site
+    origin, asked, _ = chain_site
     frontier.add_seeds([f"{origin}/"])
     run_embedded(threads=2, max_seconds=60)
     assert pages_asked(asked) == [f"/p/{k}.html" for k in range(PAGES)]

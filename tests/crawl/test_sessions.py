@@ -99,7 +99,7 @@ def test_a_host_kept_waiting_by_its_pages_analysis_counts_as_late_for_the_sessio
     settings.CRAWLER_PARSE_PROCESSES = 0
 
     def slow_analyse(result, queued, _analyse=crawl.pipeline.analyse):
-        time.sleep(analysis)
+        time.sleep(analysis)  # the slow parse under test, not a wait for something
         return _analyse(result, queued)
 
     lateness = []
