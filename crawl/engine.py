@@ -256,7 +256,8 @@ class SessionEngine:
                     sessions.append(HostSession(lease, hosts[lease.host_id],
                                                 [urls[i] for i in lease.url_ids if i in urls], self.writer.put,
                                                 worker=self.worker, pool=self.pool,
-                                                heartbeat_age=self.heartbeat_age, own_keys=own_keys.get(lease.host_id)))
+                                                heartbeat_age=self.heartbeat_age, own_keys=own_keys.get(lease.host_id),
+                                                written=self._written))
         except Exception:  # the database is away: the leases expire by themselves
             log.exception("could not open the sessions of %d leases", len(leases))
             reset_connection()
@@ -389,6 +390,10 @@ class SessionEngine:
             self._changed.notify_all()
 
     # --- the lease keeper -------------------------------------------------------------------
+
+    def _written(self) -> int:
+        """How many of the items sessions handed the writer it has written."""
+        return self.writer.written
 
     def heartbeat_age(self) -> float:
         """Seconds since this engine's last written heartbeat (0 before the first: nobody

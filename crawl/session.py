@@ -61,6 +61,7 @@ EMPTY_ANSWERS = 2  # asks for more URLs that found none before a session ends
 
 
 SETTLED = "settled"  # the URL is done without a request; go to the next one
+WRITER_RECHECK_SECONDS = 0.05  # a session held by writer_keeps_up looks again after this
 SENT = "sent"  # a request was made for the URL
 
 
@@ -124,9 +125,14 @@ class SessionEnded:
 class HostSession:
     def __init__(self, lease: frontier.Lease, host: frontier.HostView, urls: list[frontier.QueuedUrl], sink,
                  now: float | None = None, worker: str = "", pool=None, heartbeat_age=None,
-                 own_keys: set[int] | None = None):
+                 own_keys: set[int] | None = None, written=None):
         now = time.monotonic() if now is None else now
         self.lease, self.host, self.sink = lease, host, sink
+        # How many of the items handed to `sink` are written (the writer's `written`; sink
+        # returns an item's number), and the numbers of the results of URLs it took from its
+        # pages not written yet (writer_keeps_up). None: no writer to wait for.
+        self.written = written
+        self.ahead: deque[int] = deque()
         self.pool = pool  # the engine's parse pool (crawl/parsepool.py), or None: analyse here
         self.worker = worker  # who sends the requests (the crawl log's worker field)
         # Seconds since the engine's heartbeat was last written (None: no engine, no check).
@@ -502,6 +508,24 @@ def robots_allow(session: HostSession, queued) -> str | None:
     return SETTLED
 
 
+def writer_keeps_up(session: HostSession, queued) -> Wait | End | None:
+    """A URL taken from the session's own pages goes only while at most
+    CRAWLER_SESSION_OWN_LINKS_AHEAD results of such URLs wait for the writer. The writer's
+    judgement of traps and mirrors (frontier/traps.py) counts stored pages: a session
+    that no delay holds back would otherwise fetch a mirror's or a trap's pages faster
+    than they can be judged, and the more so the busier the machine. A URL the frontier
+    gave is not held: the writer had stored its referrer."""
+    if queued.id > 0 or session.written is None:
+        return None
+    written = session.written()
+    while session.ahead and session.ahead[0] <= written:
+        session.ahead.popleft()
+    if len(session.ahead) < settings.CRAWLER_SESSION_OWN_LINKS_AHEAD:
+        return None
+    until = time.monotonic() + WRITER_RECHECK_SECONDS
+    return End("window") if until >= session.window_end else Wait(until)
+
+
 def clock_allows(session: HostSession, queued) -> Wait | End | None:
     """Wait out the host's delay (and any pause), measured from the end of the last
     response; a wait past the session's window ends the session instead."""
@@ -522,13 +546,15 @@ def fetch(session: HostSession, queued: frontier.QueuedUrl) -> str | End:
         return End("dns_unavailable")
     if session.probing and result.error in NETWORK_FAILURES:
         return End("breaker")  # still down: the URL waits, uncharged
-    session.sink(UrlsDone(session.host_id, results))
+    number = session.sink(UrlsDone(session.host_id, results))
+    if queued.id < 0 and number is not None:
+        session.ahead.append(number)
     session.take_own_links(results)
     return SENT
 
 
 URL_STEPS = (lease_held, address_held, within_window, not_excluded, pattern_not_stopped, not_paused, breaker_closed,
-             robots_allow, clock_allows, fetch)
+             robots_allow, writer_keeps_up, clock_allows, fetch)
 
 
 def _frontier_ids(url_ids) -> frozenset:

@@ -83,22 +83,30 @@ class Writer:
         self.groups = 0
         self.pages = 0
         self.provisional = ProvisionalIds()  # ids of URLs sessions took from their pages
+        self._handed = 0  # items handed over so far (put() returns an item's number)
+        self._gathered = 0  # of those, taken into groups
+        # Of those, written (or tried): sessions read it to know how far the writer is behind
+        # them (crawl/session.py, writer_keeps_up). An int, set by this thread only.
+        self.written = 0
         self._thread = threading.Thread(target=self._run, name="writer", daemon=True)
         self._thread.start()
 
     # --- producers ----------------------------------------------------------------------
 
-    def put(self, item) -> None:
-        """Hand over a session's item; waits while too many pages are waiting already."""
+    def put(self, item) -> int:
+        """Hand over a session's item; waits while too many pages are waiting already.
+        Returns the item's number: it is written once `written` reaches it."""
         weight = _pages(item)
         with self._cond:
             while weight and self._pending_pages >= self.max_pending and not self._closing:
                 self._cond.wait(1.0)
             self._items.append(item)
+            self._handed += 1
             self._pending_pages += weight
             if _parks(item):
                 self._parked += 1
             self._cond.notify_all()
+            return self._handed
 
     def flush(self, timeout: float | None = None) -> bool:
         """Wait until everything handed over so far is written."""
@@ -144,6 +152,7 @@ class Writer:
                     finally:
                         with self._cond:
                             self._writing = False
+                            self.written = self._gathered  # items are gathered in the order handed over
                             self._cond.notify_all()
                 else:
                     close_old_connections()  # idle a while: the connection may have gone
@@ -183,6 +192,7 @@ class Writer:
                     self._parked -= 1
                 group.append(item)
             self._pending_pages -= pages
+            self._gathered += len(group)
             self._writing = True
             self._cond.notify_all()
             return group

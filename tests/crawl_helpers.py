@@ -195,14 +195,14 @@ def fetched_count() -> int:
 
 
 def once_fetched(n: int, action):
-    """An on_progress hook that runs `action` once, when n URLs have been fetched;
-    `hook.done` says whether it ran."""
+    """An on_progress hook that runs `action` once, when n URLs have been fetched (again at
+    each call while the action returns False: not the moment yet); `hook.done` says whether
+    it ran."""
     done = []
 
     def hook():
-        if not done and fetched_count() >= n:
+        if not done and fetched_count() >= n and action() is not False:
             done.append(time.monotonic())
-            action()
 
     hook.done = done
     return hook

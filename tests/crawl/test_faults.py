@@ -27,7 +27,7 @@ from bench.cluster import Cluster
 from bench.cluster import wait_until_done as wait_for_quiet
 from bench.procstat import process_tree
 from frontier import service
-from frontier.models import Host, Url
+from frontier.models import Host, Url, UrlState
 
 from ..conftest import TEST_WARC_DIR
 from ..crawl_helpers import (
@@ -322,7 +322,14 @@ def test_a_frozen_worker_is_taken_for_dead_and_sends_nothing_when_it_wakes(tmp_p
             def freeze():
                 pids = process_tree(running.procs["worker0"].pid)  # its pool children hold the leases
                 holders = _holders(pids)
-                held.update(_held_by(pids))
+                # Its hosts with pages left (a session at its host's last page holds a host
+                # nobody needs to take back): none yet, the freeze waits for the next look.
+                holding = _held_by(pids)
+                left = set(Url.objects.filter(host_id__in=list(holding), state=UrlState.QUEUED)
+                           .values_list("host_id", flat=True))
+                if not left:
+                    return False
+                held.update({host_id: holding[host_id] for host_id in left})
                 at_freeze = django_timezone.now()
                 frozen.append(time.time())
                 for pid in pids:

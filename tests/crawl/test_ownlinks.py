@@ -9,6 +9,7 @@ with the referrer chain and the crawl log as if the writer had admitted the link
 """
 
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -77,7 +78,9 @@ def pages_asked(asked) -> list[str]:
 
 def test_a_session_reads_a_small_site_page_by_page_while_the_writer_stores_nothing(chain_site, settings, monkeypatch):
     """The writer's first store is held until the session has fetched the whole chain: a
-    session that waited for its pages' links to be stored would never get past home."""
+    session that waited for its pages' links to be stored would never get past home.
+    (How far a session may run ahead of the writer is the next test's.)"""
+    settings.CRAWLER_SESSION_OWN_LINKS_AHEAD = PAGES
     origin, asked, chain_read = chain_site
     real_store = writer._store_retrying
     held = {}
@@ -103,6 +106,34 @@ def test_a_session_reads_a_small_site_page_by_page_while_the_writer_stores_nothi
     assert [rows[url][2] for url in urls[1:]] == [ids[url] for url in urls[:-1]]
     # the crawl log names each request's URL by the frontier's id
     assert dict(CrawlLogEntry.objects.filter(kind="page", url__in=urls).values_list("url", "url_id")) == ids
+
+
+def test_a_session_runs_no_further_ahead_of_the_writer_than_its_setting(chain_site, settings, monkeypatch):
+    """The writer's first store is held: the session fetches CRAWLER_SESSION_OWN_LINKS_AHEAD
+    pages it took and waits (trap and mirror judgement counts stored pages); once the
+    store goes, it reads the rest of the chain, each page once."""
+    settings.CRAWLER_SESSION_OWN_LINKS_AHEAD = 2
+    origin, asked, chain_read = chain_site
+    real_store = writer._store_retrying
+    held = {}
+
+    def store_held(results):
+        if "pages" not in held:
+            # home is the frontier's URL; /p/0 and /p/1 are taken; /p/2 must wait. Seen
+            # for 1.5 s after the second (at a 0.05 s delay, /p/2 would come within one).
+            deadline = time.monotonic() + 20
+            while len(pages_asked(asked)) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            time.sleep(1.5)
+            held["pages"] = pages_asked(asked)
+        return real_store(results)
+
+    monkeypatch.setattr(writer, "_store_retrying", store_held)
+    frontier.add_seeds([f"{origin}/"])
+    run_embedded(threads=2, max_seconds=60)
+    assert held["pages"] == ["/p/0.html", "/p/1.html"]
+    assert pages_asked(asked) == [f"/p/{k}.html" for k in range(PAGES)]
+    assert Url.objects.filter(url__in=chain(origin), state="fetched").count() == PAGES + 1
 
 
 def test_a_link_the_frontier_has_is_not_taken_again(chain_site, settings):
