@@ -57,7 +57,7 @@ from frontier.limits import LIMITS_RECHECK_SECONDS
 from . import recovery
 from .capacity import ADJUST_SECONDS, SessionCap
 from .parsepool import ParsePool
-from .session import PARKED, HostSession
+from .session import PARKED, WRITER, HostSession
 from .writer import Writer
 
 log = logging.getLogger(__name__)
@@ -102,6 +102,7 @@ class SessionEngine:
         # Due sessions by band, each a heap by (-score of the next URL, when due, serial).
         self._due: tuple[list, list, list] = ([], [], [])
         self._sessions: dict[int, HostSession] = {}  # host id -> session, until its host is released
+        self._behind_writer: list[HostSession] = []  # sessions waiting for the writer to catch up
         self._running = 0  # steps on fetch threads now
         self._serial = itertools.count()
         self._stopping = False
@@ -121,7 +122,8 @@ class SessionEngine:
         _raise_open_files_limit(self.max_sessions + self.fetch_threads + 64)
         if self.parse_processes:
             self.pool = ParsePool(self.parse_processes)
-        self.writer = Writer(on_release=self._released, on_more_urls=self._more_urls, on_raised=self._raised)
+        self.writer = Writer(on_release=self._released, on_more_urls=self._more_urls, on_raised=self._raised,
+                             on_written=self._writer_progressed)
         for i in range(self.fetch_threads):
             self._spawn(f"fetch-{i}", self._fetch_loop)
         self._intake_thread = self._spawn("intake", self._intake_loop)
@@ -337,7 +339,9 @@ class SessionEngine:
                 when = self._step(session)
                 with self._lock:
                     self._running -= 1
-                    if when is not None and when is not PARKED and not self._stopping:
+                    if when is WRITER and not self._stopping:
+                        self._await_writer(session)
+                    elif when is not None and when is not PARKED and not self._stopping:
                         self._push(when, session)
                     if self._stopping:
                         self._changed.notify_all()
@@ -367,6 +371,29 @@ class SessionEngine:
                 session.better.append(urls)
                 return
             self._push(session.more_urls(urls), session)
+
+    def _await_writer(self, session: HostSession) -> None:  # holding the lock
+        """A session ran as far ahead of the writer as it may (session.writer_keeps_up): it
+        goes on when the writer has caught up (the writer may have, since it looked)."""
+        if session.ahead_of(self.writer.written):
+            self._behind_writer.append(session)
+        else:
+            self._push(time.monotonic(), session)
+
+    def _writer_progressed(self, written: int) -> None:
+        """The writer wrote a group: the sessions waiting for it that it caught up go on."""
+        with self._lock:
+            if not self._behind_writer:
+                return
+            waiting, self._behind_writer = self._behind_writer, []
+            now = time.monotonic()
+            for session in waiting:
+                if session.ended or self._sessions.get(session.host_id) is not session:
+                    continue
+                if session.ahead_of(written):
+                    self._behind_writer.append(session)
+                else:
+                    self._push(now, session)
 
     def _raised(self, raised: dict[int, int]) -> None:
         """The writer stored URLs (new, or with a higher score) for these hosts: a session of

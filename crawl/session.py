@@ -61,7 +61,7 @@ EMPTY_ANSWERS = 2  # asks for more URLs that found none before a session ends
 
 
 SETTLED = "settled"  # the URL is done without a request; go to the next one
-WRITER_RECHECK_SECONDS = 0.05  # a session held by writer_keeps_up looks again after this
+WRITER = "writer"  # step()'s answer while it waits for the writer to store its pages (writer_keeps_up)
 SENT = "sent"  # a request was made for the URL
 
 
@@ -186,8 +186,17 @@ class HostSession:
             return outcome.until
         if outcome == End("done") and self._want_more():
             return PARKED
+        if outcome == WRITER:
+            return WRITER
         self.finish(outcome.reason)
         return None
+
+    def ahead_of(self, written: int) -> bool:
+        """Whether CRAWLER_SESSION_OWN_LINKS_AHEAD results of URLs it took from its pages
+        are among the items the writer has not written (`written`: those it has)."""
+        while self.ahead and self.ahead[0] <= written:
+            self.ahead.popleft()
+        return len(self.ahead) >= settings.CRAWLER_SESSION_OWN_LINKS_AHEAD
 
     def _want_more(self) -> bool:
         """One visit, one connection: a session that ran out of URLs asks for its host's
@@ -425,7 +434,7 @@ class HostSession:
 
 
 # --- the steps of a URL, in order ----------------------------------------------------------
-# Each takes (session, queued URL) and returns None (go on), SETTLED, SENT, Wait or End.
+# Each takes (session, queued URL) and returns None (go on), SETTLED, SENT, WRITER, Wait or End.
 
 def lease_held(session: HostSession, queued) -> End | None:
     """Never start a request that could outlive the lease: another worker would then be
@@ -508,22 +517,17 @@ def robots_allow(session: HostSession, queued) -> str | None:
     return SETTLED
 
 
-def writer_keeps_up(session: HostSession, queued) -> Wait | End | None:
-    """A URL taken from the session's own pages goes only while at most
-    CRAWLER_SESSION_OWN_LINKS_AHEAD results of such URLs wait for the writer. The writer's
-    judgement of traps and mirrors (frontier/traps.py) counts stored pages: a session
-    that no delay holds back would otherwise fetch a mirror's or a trap's pages faster
-    than they can be judged, and the more so the busier the machine. A URL the frontier
-    gave is not held: the writer had stored its referrer."""
+def writer_keeps_up(session: HostSession, queued) -> str | None:
+    """A URL taken from the session's own pages goes only while fewer than
+    CRAWLER_SESSION_OWN_LINKS_AHEAD results of such URLs wait for the writer; else the
+    session waits until the writer has written (the engine wakes it). The writer's
+    judgement of traps and mirrors (frontier/traps.py) counts stored pages: a session that
+    no delay holds back would otherwise fetch a mirror's or a trap's pages faster than they
+    can be judged, and the more so the busier the machine. A URL the frontier gave is not
+    held: the writer had stored its referrer."""
     if queued.id > 0 or session.written is None:
         return None
-    written = session.written()
-    while session.ahead and session.ahead[0] <= written:
-        session.ahead.popleft()
-    if len(session.ahead) < settings.CRAWLER_SESSION_OWN_LINKS_AHEAD:
-        return None
-    until = time.monotonic() + WRITER_RECHECK_SECONDS
-    return End("window") if until >= session.window_end else Wait(until)
+    return WRITER if session.ahead_of(session.written()) else None
 
 
 def clock_allows(session: HostSession, queued) -> Wait | End | None:

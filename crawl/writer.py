@@ -62,13 +62,15 @@ _TRANSIENT = (pg_errors.DeadlockDetected, pg_errors.SerializationFailure, pg_err
 
 class Writer:
     def __init__(self, interval: float | None = None, group_pages: int | None = None,
-                 max_pending_pages: int | None = None, on_release=None, on_more_urls=None, on_raised=None):
+                 max_pending_pages: int | None = None, on_release=None, on_more_urls=None, on_raised=None,
+                 on_written=None):
         self.interval = settings.CRAWLER_COMMIT_INTERVAL if interval is None else interval
         self.group_pages = group_pages or settings.CRAWLER_COMMIT_GROUP_PAGES
         self.max_pending = max_pending_pages or settings.CRAWLER_COMMIT_MAX_PENDING_PAGES
         self.on_release = on_release  # called with each SessionEnded once its host is released
         self.on_more_urls = on_more_urls  # called with each MoreUrlsWanted and the URLs found (maybe none)
         self.on_raised = on_raised  # called with {host id: best score} of the URLs a store added or raised
+        self.on_written = on_written  # called with `written` after each group
         self._cond = threading.Condition()
         self._items: deque = deque()
         self._pending_pages = 0
@@ -154,6 +156,8 @@ class Writer:
                             self._writing = False
                             self.written = self._gathered  # items are gathered in the order handed over
                             self._cond.notify_all()
+                    if self.on_written:
+                        self.on_written(self.written)
                 else:
                     close_old_connections()  # idle a while: the connection may have gone
                 self._guarded(self._count_inlinks, due_only=True)
