@@ -134,15 +134,18 @@ bench-export: setup services
 	DATABASE_URL=$(EXPORT_DB) $(PY) manage.py migrate -v0
 	DATABASE_URL=$(EXPORT_DB) $(PY) -m bench.export_cost $(EXPORT_ARGS)
 
-# The two databases' runs side by side, each in two halves (the crawl tests, the rest): the
-# suite mostly waits (servers' latency, delays, workers starting), so four runs on two cores
-# take about half the wall time of two. Each half has its own test database and Redis
-# database (their tests empty their broker); -O keeps each run's output together.
+# The two databases' runs side by side, each in two halves (the tests that crawl a loopback
+# web — tests/crawl and tests/bench —, the rest): the suite mostly waits (servers' latency,
+# delays, workers starting), so four runs on two cores take about half the wall time of
+# two. The halves are about even (on SQLite the benches' tests were the long pole's third).
+# Each half has its own test database and Redis database (their tests empty their broker);
+# -O keeps each run's output together.
 test: setup setup-browser replay-setup services
 	$(MAKE) -j4 -O test-postgres-crawl test-postgres-rest test-sqlite-crawl test-sqlite-rest
 
 PG_URL_REST ?= postgres://postgres@127.0.0.1:5432/crawlerweb_rest
-CRAWL_TESTS := tests/crawl
+CRAWL_TESTS := tests/crawl tests/bench
+NOT_CRAWL_TESTS := $(foreach dir,$(CRAWL_TESTS),--ignore=$(dir))
 
 # One database's whole suite in one run (the test target splits each in two).
 test-postgres:
@@ -153,7 +156,7 @@ test-postgres-crawl:
 
 test-postgres-rest:
 	DATABASE_URL=$(PG_URL_REST) CRAWLER_TEST_BROKER_URL=redis://127.0.0.1:6379/10 \
-		$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) --ignore=$(CRAWL_TESTS) tests
+		$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(NOT_CRAWL_TESTS) tests
 
 # The embedded backend: the same suite on SQLite (PostgreSQL-only tests skip themselves).
 # Its own Redis database: the runs go side by side and their tests empty their broker.
@@ -170,7 +173,7 @@ test-sqlite-crawl:
 test-sqlite-rest:
 	@mkdir -p var
 	DATABASE_URL=sqlite:///$(CURDIR)/var/unused-rest.sqlite3 CRAWLER_TEST_BROKER_URL=redis://127.0.0.1:6379/9 \
-		$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) --ignore=$(CRAWL_TESTS) tests
+		$(PY) -m pytest -p no:cacheprovider $(PYTEST_ARGS) $(NOT_CRAWL_TESTS) tests
 
 sampleweb: setup
 	$(PY) -m webs.sampleweb serve --port $(DEMO_PORT) --log var/sampleweb.log
