@@ -51,6 +51,8 @@ _DNS_NAME = re.compile(r"^[a-z0-9_-]{1,63}(?:\.[a-z0-9_-]{1,63})*$")
 _SESSION_PATH_PARAM = re.compile(r";(?:jsessionid|phpsessid|sid|sessionid)=[^/?;]*", re.I)
 SESSION_QUERY_PARAMS = frozenset({"jsessionid", "phpsessid", "sid", "sessionid", "session_id", "aspsessionid",
                                   "cfid", "cftoken", "zenid", "oscsid"})
+# A query that holds none of these holds none of the names above (most queries): not split.
+_MAYBE_SESSION_ID = re.compile("sid|session|cf|zenid", re.I)
 # What WHATWG strips from both ends of an input (C0 controls and space).
 _STRIP = "".join(chr(c) for c in range(0x21))
 # A scheme that is not http(s) makes a link absolute whatever its base (mailto:, tel:, …).
@@ -141,31 +143,44 @@ def _normalize(url: str, base: str | None) -> NormalUrl:
     # A special URL's serialization: authority, then a path that starts with "/", then
     # ?query and #fragment. "#" and "?" inside path and query are always escaped (in a
     # gemini URL too: the parser escapes them the same way in any hierarchical URL).
-    rest = rest.partition("#")[0]
-    slash = min((i for i in (rest.find("/"), rest.find("?")) if i >= 0), default=-1)
-    authority, rest = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
-    if rest.startswith("?"):  # gemini://host?query: a non-special URL keeps the path empty
-        rest = "/" + rest
-    if "@" in authority:
-        raise InvalidUrl(Rejection.CREDENTIALS)
+    fragment = rest.find("#")
+    if fragment >= 0:
+        rest = rest[:fragment]
     if scheme == "gemini":
+        slash = rest.find("/")
+        query = rest.find("?")
+        if query >= 0 and (slash < 0 or query < slash):
+            slash = query
+        authority, rest = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
+        if rest.startswith("?"):  # gemini://host?query: a non-special URL keeps the path empty
+            rest = "/" + rest
+        if "@" in authority:
+            raise InvalidUrl(Rejection.CREDENTIALS)
         authority = _special_authority(authority)
-    host, port = _split_authority(authority)
-    if port and int(port) == DEFAULT_PORTS[scheme]:
-        port = ""
+    else:  # the parser wrote a special URL's path, "/" at least, after its authority
+        slash = rest.find("/")
+        authority, rest = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
+        if "@" in authority:
+            raise InvalidUrl(Rejection.CREDENTIALS)
+    host, port = _host_and_port(authority, DEFAULT_PORTS[scheme])
+    if not isinstance(host, str):
+        raise InvalidUrl(*host.args)
     path, has_query, query = rest.partition("?")
     clean_path = _SESSION_PATH_PARAM.sub("", path) if ";" in path else path
-    if has_query and query:
+    if has_query and query and _MAYBE_SESSION_ID.search(query):
         query = _without_session_ids(query)
         has_query = bool(query)  # "?sid=1" alone: the whole query was a session id
-    canonical = f"{scheme}://{host}{':' + port if port else ''}{_fix_escapes(clean_path)}"
+    # The "%" tests here, not in _fix_escapes: most parts hold none, and a call costs.
+    canonical = (f"{scheme}://{host}{':' + port if port else ''}"
+                 f"{_fix_escapes(clean_path) if '%' in clean_path else clean_path}")
     if has_query:
-        canonical += "?" + _fix_escapes(query)
+        canonical += "?" + (_fix_escapes(query) if "%" in query else query)
     if clean_path != path:
         # Removing a path parameter can expose a dot segment (/..;jsessionid=1/): let the
         # parser resolve it, so that the result is a fixed point.
         return _normalize(canonical, None)
-    return NormalUrl(canonical, scheme, host, int(port) if port else None, url_key(canonical))
+    # tuple.__new__: a NamedTuple's own __new__ is Python code, a third of this line's cost.
+    return tuple.__new__(NormalUrl, (canonical, scheme, host, int(port) if port else None, url_key(canonical)))
 
 
 def _special_authority(authority: str) -> str:
@@ -181,6 +196,18 @@ def _special_authority(authority: str) -> str:
     except ValueError:
         raise InvalidUrl(Rejection.HOST) from None
     return parsed.hostname + (f":{port}" if port else "")
+
+
+@functools.lru_cache(maxsize=4096)
+def _host_and_port(authority: str, default_port: int) -> "tuple[str, str] | tuple[InvalidUrl, None]":
+    """The host and the port (\"\" for the scheme's default) of an authority as the parser
+    wrote it; an InvalidUrl for a host that is no DNS name. Cached: a page's links name a
+    few hosts many times."""
+    try:
+        host, port = _split_authority(authority)
+    except InvalidUrl as exc:
+        return InvalidUrl(*exc.args), None  # without its traceback (see _normalize_cached)
+    return host, "" if port and int(port) == default_port else port
 
 
 def _split_authority(authority: str) -> tuple[str, str]:

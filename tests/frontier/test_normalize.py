@@ -294,3 +294,16 @@ def _limits(**kw):
 ])
 def test_it_filters_by_the_limits(url, depth, hops, reason):
     assert rejection_reason(normalize(url), depth, hops, _limits()) == reason
+
+
+# --- the canonical form kept while it gets faster ------------------------------------------
+
+def test_it_gives_every_golden_input_the_form_it_had():
+    """12,000 links and rule-hitting strings (tests/frontier/normalize_cases.py), each with
+    what normalize() made of it before its speed work: the same URL, or the same refusal."""
+    from .normalize_cases import outcome, read_golden
+
+    golden = read_golden()
+    differ = [(href, base, want, got) for href, base, want in golden if (got := outcome(href, base)) != want]
+    assert len(golden) == 12000
+    assert not differ, f"{len(differ)} differ, e.g. {differ[:5]}"
