@@ -3,7 +3,7 @@ sessions start. Table first: (cap, sessions open, paced steps, of which late) ->
 
 import pytest
 
-from crawl.capacity import ADJUST_SECONDS, SessionCap
+from crawl.capacity import ADJUST_SECONDS, GROW_EVERY_SECONDS, SessionCap
 
 pytestmark = pytest.mark.backend_free
 
@@ -33,7 +33,10 @@ def period(limiter: SessionCap, open_sessions: int, on_time: int, late: int, del
     (100, 100, 40, 60, 90),  # mostly late: 90 %
     (100, 60, 40, 60, 54),  # of what is open, if less
     (112, 125, 40, 60, 100),  # of itself, while more are open (they end in their time)
-    (100, 100, 60, 40, 100),  # some late: holds
+    (100, 100, 55, 45, 90),  # more than 40 % late: shrinks
+    (100, 100, 60, 40, 100),  # some late (20-40 %): holds
+    (100, 100, 80, 20, 100),
+    (100, 100, 85, 15, 125),  # under 20 %: grows
     (100, 100, 5, 0, 125),  # hardly a paced step (no delay, or long ones): pacing is not at stake
     (40, 40, 0, 100, 36),
     (34, 34, 0, 100, 32),  # never below its floor (a quarter of the fetch threads, at least 4)
@@ -75,3 +78,15 @@ def test_lateness_is_judged_against_the_hosts_own_delay():
     limiter.stepped(0.3, 0.5)  # on a 0.5 s delay it is late
     assert (limiter.steps, limiter.late) == (2, 1)
 
+
+
+def test_it_grows_at_most_once_in_grow_every_seconds():
+    """The sessions a growth lets in show their lateness only after a few steps: a cap that
+    grew every second on their first, on-time steps overshot to four times what the
+    process could pace (300 small sites at the default delay), then took the late
+    sessions' whole lives to come back."""
+    limiter = capped(100)
+    assert period(limiter, 100, 100, 0, now=ADJUST_SECONDS) == 125
+    assert period(limiter, 125, 100, 0, now=2 * ADJUST_SECONDS) == 125
+    assert period(limiter, 125, 100, 0, now=1 * ADJUST_SECONDS + GROW_EVERY_SECONDS) == 156
+    assert period(limiter, 156, 40, 60, now=2 * ADJUST_SECONDS + GROW_EVERY_SECONDS) == 140  # shrinking never waits
