@@ -56,7 +56,7 @@ class SessionCap:
     next_adjust: float = 0.0
     steps: int = 0  # steps this period
     late: int = 0  # of which late
-    grown_at: float = 0.0  # the period the cap last grew in
+    grown_at: float = 0.0  # when the cap last grew (monotonic; 0: never)
 
     def __post_init__(self):
         self.floor = max(1, min(self.floor, self.ceiling))
