@@ -323,11 +323,14 @@ def test_a_frozen_worker_is_taken_for_dead_and_sends_nothing_when_it_wakes(tmp_p
                 pids = process_tree(running.procs["worker0"].pid)  # its pool children hold the leases
                 holders = _holders(pids)
                 # Its hosts with pages left (a session at its host's last page holds a host
-                # nobody needs to take back): none yet, the freeze waits for the next look.
+                # nobody needs to take back), two at least: the frozen worker's pending
+                # read of the broker still takes one dispatched session when its hosts come
+                # back, and that host waits for its lease to expire (known, issue 55's
+                # note). Fewer: the freeze waits for the next look.
                 holding = _held_by(pids)
                 left = set(Url.objects.filter(host_id__in=list(holding), state=UrlState.QUEUED)
                            .values_list("host_id", flat=True))
-                if not left:
+                if len(left) < 2:
                     return False
                 held.update({host_id: holding[host_id] for host_id in left})
                 at_freeze = django_timezone.now()
