@@ -347,7 +347,7 @@ def test_a_frozen_worker_is_taken_for_dead_and_sends_nothing_when_it_wakes(tmp_p
                                   .values_list("host_id", "next_fetch_at"))
                     for pid in pids:
                         os.kill(pid, signal.SIGCONT)
-                    # KNOWN INTERMITTENT, the killed-worker test's above (2 of 4 `make test`
+                    # KNOWN INTERMITTENT, the killed-worker test's above (2 of 5 `make test`
                     # runs on 2026-12-07, never alone): the hosts come back only at lease
                     # expiry. Likely cause, not proven: a session dispatched to the frozen
                     # worker (its broker read pending, or prefetched) under a lease no engine
