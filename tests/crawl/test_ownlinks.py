@@ -9,7 +9,6 @@ with the referrer chain and the crawl log as if the writer had admitted the link
 """
 
 import threading
-import time
 from datetime import timedelta
 
 import pytest
@@ -19,6 +18,7 @@ from crawl import writer
 from crawl.models import CrawlLogEntry
 from crawl.ownlinks import LinksTaken, ProvisionalIds
 from crawl.pipeline import Redirect, Results
+from crawl.engine import SessionEngine
 from crawl.runners import run_embedded
 from frontier import controls
 from frontier import service as frontier
@@ -113,21 +113,25 @@ def test_a_session_runs_no_further_ahead_of_the_writer_than_its_setting(chain_si
     pages it took and waits (trap and mirror judgement counts stored pages); once the
     store goes, it reads the rest of the chain, each page once."""
     settings.CRAWLER_SESSION_OWN_LINKS_AHEAD = 2
-    origin, asked, chain_read = chain_site
-    real_store = writer._store_retrying
-    held = {}
+    origin, asked, _ = chain_site
+    real_store, real_await = writer._store_retrying, SessionEngine._await_writer
+    parked, held = threading.Event(), {}
+
+    def await_writer(engine, session):
+        real_await(engine, session)
+        if session in engine._behind_writer:
+            parked.set()
 
     def store_held(results):
         if "pages" not in held:
-            # home is the frontier's URL; /p/0 and /p/1 are taken; /p/2 must wait. Seen
-            # for 1.5 s after the second (at a 0.05 s delay, /p/2 would come within one).
-            deadline = time.monotonic() + 20
-            while len(pages_asked(asked)) < 2 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            time.sleep(1.5)
+            # home is the frontier's URL; /p/0 and /p/1 are taken; the session parks before
+            # /p/2 (it cannot wake while this store is held). Without the gate it never
+            # parks: the whole chain is asked by the end of the wait.
+            parked.wait(20)
             held["pages"] = pages_asked(asked)
         return real_store(results)
 
+    monkeypatch.setattr(SessionEngine, "_await_writer", await_writer)
     monkeypatch.setattr(writer, "_store_retrying", store_held)
     frontier.add_seeds([f"{origin}/"])
     run_embedded(threads=2, max_seconds=60)
