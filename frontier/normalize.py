@@ -200,7 +200,7 @@ def _special_authority(authority: str) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def _host_and_port(authority: str, default_port: int) -> "tuple[str, str] | tuple[InvalidUrl, None]":
-    """The host and the port (\"\" for the scheme's default) of an authority as the parser
+    """The host and the port (empty for the scheme's default) of an authority as the parser
     wrote it; an InvalidUrl for a host that is no DNS name. Cached: a page's links name a
     few hosts many times."""
     try:
