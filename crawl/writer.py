@@ -271,7 +271,7 @@ class Writer:
             reset_connection()
             self.errors += 1
             url_ids = merged.url_ids()
-            if isinstance(exc, (OperationalError, InterfaceError)):  # the database is away: the URLs wait
+            if _database_away(exc):  # the URLs wait
                 log.exception("%d results could not be stored; their URLs stay queued", len(url_ids))
                 for host_id in hosts:  # their hosts are released paused, not to refetch at once
                     self._unstored[host_id] = self._unstored.get(host_id, 0) + 1
@@ -307,13 +307,23 @@ class Writer:
         table was nearly empty (a new crawl, or after the bench empties it), the plan is a
         sequential scan, run for every row for the connection's life — measured on the
         standard bench, 1,000 pages read per document inserted, 1.3 ms each. Planning each
-        check instead costs microseconds."""
+        check instead costs microseconds.
+
+        A transaction left idle ends (idle_in_transaction_session_timeout) once its process
+        could be taken for dead (CRAWLER_LEASE_STALE_SECONDS, at least IDLE_TRANSACTION_FLOOR):
+        a process frozen mid-store (SIGSTOP, a stalled VM) holds the row locks of the links
+        and host counts it was writing, and every other writer storing the same links or
+        hosts waited on them for as long as the freeze lasted, its pages fetched but
+        recorded nowhere. Its leases are released by then (crawl/recovery.py); its store
+        fails when it wakes, and its URLs stay queued."""
         if connection.vendor != "postgresql":
             return
         connection.ensure_connection()
         if self._tuned is not connection.connection:
+            idle_ms = int(1000 * max(settings.CRAWLER_LEASE_STALE_SECONDS, IDLE_TRANSACTION_FLOOR))
             with connection.cursor() as cursor:
                 cursor.execute("SET plan_cache_mode = force_custom_plan")
+                cursor.execute(f"SET idle_in_transaction_session_timeout = {idle_ms}")
                 if settings.CRAWLER_DB_ASYNC_COMMIT:
                     cursor.execute("SET synchronous_commit = off")
             self._tuned = connection.connection
@@ -337,6 +347,10 @@ class Writer:
             return None
 
 
+# Seconds a store's transaction may sit idle at least (_tune_connection): a busy machine can
+# hold a live process between two statements for a while; the default staleness is 15 s.
+IDLE_TRANSACTION_FLOOR = 5.0
+
 # A deadlock or a serialization failure aborts a store that may well go through when tried
 # again (the other transaction is done by then): a few tries before its URLs are left queued.
 STORE_TRIES = 3
@@ -350,6 +364,16 @@ def _store_retrying(results: Results) -> dict[int, int]:
             if attempt == STORE_TRIES or not isinstance(exc.__cause__, _TRANSIENT):
                 raise
             log.warning("storing %d results was aborted (%s); trying again", len(results.url_ids()), exc)
+
+
+def _database_away(exc: Exception) -> bool:
+    """The store failed for the connection's sake, not its rows': a lost connection, a
+    deadlock, or its transaction ended for sitting idle (this process was frozen)."""
+    return (isinstance(exc, (OperationalError, InterfaceError))
+            or getattr(exc.__cause__, "sqlstate", None) == IDLE_IN_TRANSACTION_TIMEOUT)
+
+
+IDLE_IN_TRANSACTION_TIMEOUT = "25P03"  # PostgreSQL's SQLSTATE for it (an InternalError)
 
 
 def _record_certificate(seen: CertificateSeen) -> None:

@@ -345,14 +345,21 @@ def test_a_frozen_worker_is_taken_for_dead_and_sends_nothing_when_it_wakes(tmp_p
                         "id", "lease_holder", "lease_owner", "leased_until", "next_fetch_at"))
                     queued = list(Url.objects.filter(host_id__in=list(held), state=UrlState.QUEUED)
                                   .values_list("host_id", "next_fetch_at"))
+                    with connection.cursor() as cursor:  # who waits on whom
+                        cursor.execute("SELECT pid, state, wait_event_type, wait_event, pg_blocking_pids(pid),"
+                                       " extract(epoch FROM now() - xact_start)::int, left(query, 90)"
+                                       " FROM pg_stat_activity WHERE datname = current_database()"
+                                       " AND (state LIKE 'idle in%%' OR wait_event_type = 'Lock')")
+                        sessions = cursor.fetchall()
                     for pid in pids:
                         os.kill(pid, signal.SIGCONT)
-                    # KNOWN INTERMITTENT, the killed-worker test's above (3 of 6 `make test`
-                    # runs on 2026-12-07, never alone): the hosts were released in seconds,
-                    # then held by another engine that sent nothing (docs/robustness.md).
+                    # KNOWN INTERMITTENT (3 of 6 `make test` runs on 2026-12-07, never alone):
+                    # the hosts were released in seconds, then held by another engine whose
+                    # pages were recorded nowhere. Likely cause, fixed since (docs/robustness.md):
+                    # its writer waited on the row locks of the frozen writer's open store.
                     # Reported as an expected failure with what the database held, not hidden.
                     pytest.xfail(f"{failed}; frozen holders {holders}; at freeze {at_freeze}; hosts {rows}; "
-                                 f"queued {queued}; dispatcher: {running.stderr_tail('dispatcher0')[-1500:]}")
+                                 f"queued {queued}; database sessions {sessions}; dispatcher: {running.stderr_tail('dispatcher0')[-1500:]}")
                 frozen.append(time.time())
                 for pid in pids:
                     os.kill(pid, signal.SIGCONT)

@@ -137,3 +137,53 @@ def test_an_engine_says_it_stopped_cleanly_only_once_every_host_is_given_back():
     assert (row.holder, row.stopped_at) == (holder, None)
     ProcessHeartbeat.objects.filter(holder=holder).update(seen_at=timezone.now() - timedelta(seconds=5))
     assert holder in liveness.stale_holders()
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_store_frozen_mid_transaction_holds_no_lock_past_its_process_being_taken_for_dead(settings, monkeypatch):
+    """A writer frozen inside its store (its process stopped) held the row locks of what it
+    was writing, and every other writer storing the same rows waited for the whole freeze.
+    Its transaction now ends once its process could be taken for dead."""
+    import threading
+
+    from django.db import DatabaseError, connection, connections
+
+    from crawl import writer as writer_module
+
+    settings.CRAWLER_LEASE_STALE_SECONDS = 0.5
+    monkeypatch.setattr(writer_module, "IDLE_TRANSACTION_FLOOR", 0.5)
+    host = Host.objects.create(origin="http://frozen.test", next_fetch_at=timezone.now())
+    locked, waking, outcome = threading.Event(), threading.Event(), {}
+
+    def frozen_store():  # the writer's own thread and connection, as in a crawling process
+        try:
+            writer_module.Writer()._tune_connection()
+            with connection.cursor() as cursor:
+                cursor.execute("BEGIN")
+                cursor.execute(f"UPDATE {Host._meta.db_table} SET failures = 1 WHERE id = %s", [host.id])
+                locked.set()
+                waking.wait(60)  # frozen between two statements of its store
+                try:
+                    cursor.execute(f"UPDATE {Host._meta.db_table} SET failures = 2 WHERE id = %s", [host.id])
+                    outcome["woke"] = "wrote"
+                except DatabaseError as error:
+                    outcome["woke"], outcome["error"] = str(error), error
+        finally:
+            connections.close_all()
+
+    holder = threading.Thread(target=frozen_store)
+    holder.start()
+    try:
+        assert locked.wait(30)
+        with connection.cursor() as cursor:  # another process's writer, storing the same row
+            cursor.execute("SET statement_timeout = 20000")  # without the fix: fails here after 20 s
+            cursor.execute(f"UPDATE {Host._meta.db_table} SET failures = 3 WHERE id = %s", [host.id])
+            cursor.execute("SET statement_timeout = 0")
+    finally:
+        waking.set()
+        holder.join(30)
+    assert Host.objects.get(id=host.id).failures == 3  # the frozen store's first write went with its transaction
+    assert "idle-in-transaction timeout" in outcome["woke"], outcome
+    # and the writer takes that for the database away: the store's URLs stay queued, no dead letters
+    assert writer_module._database_away(outcome["error"])
