@@ -68,7 +68,7 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
-from crawlerweb import stagetime
+from common import stagetime
 from frontier.vocabulary import FetchError
 
 from . import cdxj

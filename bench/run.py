@@ -23,7 +23,7 @@ CRAWLER_DEFAULT_DELAY=0, as Scrapy does, so the ratio compares work per page rat
 politeness policy (Crawl-delays, Retry-After and the adaptive delay still apply).
 
 Besides the main table it prints our modes beside Scrapy (steady pages/s and CPU per
-page as ratios), CPU ms per page by stage of our processes (crawlerweb/stagetime.py) and,
+page as ratios), CPU ms per page by stage of our processes (common/stagetime.py) and,
 when pg_stat_statements is loaded, PostgreSQL's CPU per page by statement group with the
 pages/s one database core serves (bench/pgstatements.py).
 PostgreSQL runs use the database BENCH_DATABASE_URL (emptied first) and the Redis database

@@ -36,7 +36,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django_celery_beat.schedulers import DatabaseScheduler
 
-from crawlerweb.dbconn import reset_connection
+from common.dbconn import reset_connection
 
 from .models import BeatLeader
 

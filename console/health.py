@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 
-from crawlerweb.humanize import duration, moment
+from common.humanize import duration, moment
 from frontier import service as frontier
 
 from crawl.models import ProcessHeartbeat, ProcessKind

@@ -170,7 +170,7 @@ def dashboard_data(request):
     return JsonResponse({
         "now": now.isoformat(),  # the page measures ages against the server's clock
         # ... and shows times in the server's zone, named, as the admin and the search page do
-        # (crawlerweb/humanize.py): the IANA name for the browser's Intl, the name people read.
+        # (common/humanize.py): the IANA name for the browser's Intl, the name people read.
         "time_zone": settings.TIME_ZONE,
         "time_zone_name": timezone.localtime(now).tzname(),
         "metrics": figures,

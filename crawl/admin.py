@@ -1,7 +1,7 @@
 """The crawl log in the Django admin: the recent past of every request from every machine,
 newest first, read-only (entries are facts; crawl/crawllog.py writes and prunes them).
 
-Built for a million rows, like frontier/admin.py (crawlerweb/adminkit.py): no full COUNT(*),
+Built for a million rows, like frontier/admin.py (common/adminkit.py): no full COUNT(*),
 fixed filter choices (no DISTINCT scans), and every filter
 rides on one of the two indexes (time; host + time). One host's requests:
 `/admin/crawl/crawllogentry/?host_id=N` (N is the frontier host's id; the origin column
@@ -15,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.html import format_html
 
-from crawlerweb.adminkit import BigTableAdmin, ChoicesFilter, ReadOnlyAdmin, StatusClassFilter, YesNoFilter
+from common.adminkit import BigTableAdmin, ChoicesFilter, ReadOnlyAdmin, StatusClassFilter, YesNoFilter
 from frontier.vocabulary import FetchError, RequestOutcome
 
 from .models import CrawlLogEntry

@@ -46,8 +46,8 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from crawlerweb import stagetime
-from crawlerweb.bulksql import arrays, marks
+from common import stagetime
+from common.bulksql import arrays, marks
 
 from .models import CrawlLogEntry
 from .observe import RequestRecord

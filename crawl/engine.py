@@ -50,7 +50,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from . import instruments, liveness
-from crawlerweb.dbconn import reset_connection
+from common.dbconn import reset_connection
 from frontier import service as frontier
 from frontier.limits import LIMITS_RECHECK_SECONDS
 

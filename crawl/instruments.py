@@ -35,7 +35,7 @@ from django.conf import settings
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, start_http_server, values
 from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
 
-from crawlerweb import stagetime
+from common import stagetime
 from frontier.vocabulary import FetchError, RequestOutcome
 
 log = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ SESSIONS_SENT = Counter("crawlerweb_dispatch_sessions_sent", "host sessions sent
 PROCESSES = Gauge("crawlerweb_processes", "crawling processes alive, by role (worker, dispatcher, embedded)",
                   ["role"], multiprocess_mode="livesum")
 STAGE_CPU = Counter("crawlerweb_stage_cpu_seconds", "CPU seconds spent in each stage of the crawl's work "
-                    "(fetch, parse, analysis, warc, links, documents, ...: crawlerweb/stagetime.py)", ["stage"])
+                    "(fetch, parse, analysis, warc, links, documents, ...: common/stagetime.py)", ["stage"])
 
 
 def status_label(status: int | None) -> str:

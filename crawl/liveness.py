@@ -32,7 +32,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from crawlerweb.dbconn import reset_connection
+from common.dbconn import reset_connection
 
 from .models import ProcessHeartbeat, ProcessKind
 

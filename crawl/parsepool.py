@@ -36,7 +36,7 @@ from pathlib import Path
 
 from django.conf import settings
 
-from crawlerweb import stagetime
+from common import stagetime
 from frontier.vocabulary import PageDetail, PdfOutcome
 
 log = logging.getLogger(__name__)

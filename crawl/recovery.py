@@ -32,7 +32,7 @@ import time
 from django.conf import settings
 
 from . import liveness
-from crawlerweb.dbconn import reset_connection
+from common.dbconn import reset_connection
 from frontier import service as frontier
 
 log = logging.getLogger(__name__)

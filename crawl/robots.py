@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from crawlerweb import stagetime
+from common import stagetime
 from frontier import service as frontier
 from frontier.robots_state import RobotsVerdict, classify, unreachable
 from frontier.vocabulary import FetchError

@@ -33,7 +33,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
-from crawlerweb import stagetime
+from common import stagetime
 from frontier import pacing, politeness
 from frontier import service as frontier
 from frontier.outcomes import FetchReport

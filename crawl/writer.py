@@ -46,7 +46,7 @@ from django.db import InterfaceError, OperationalError, close_old_connections, c
 from django.utils import timezone
 from psycopg import errors as pg_errors
 
-from crawlerweb.dbconn import reset_connection
+from common.dbconn import reset_connection
 from frontier import service as frontier
 
 from . import crawllog, robots

@@ -44,7 +44,7 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 from urllib3.util import connection as urllib3_connection
 
-from crawlerweb import stagetime
+from common import stagetime
 from frontier.vocabulary import FetchError
 
 from . import dns, gemini

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from django.conf import settings
 
-from crawlerweb.netpolicy import network_allows
+from common.netpolicy import network_allows
 from frontier.vocabulary import FetchError
 
 ROBOTS_MAX_REDIRECTS = 5

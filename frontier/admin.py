@@ -13,7 +13,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
-from crawlerweb.adminkit import (
+from common.adminkit import (
     BigTableAdmin,
     ChoicesFilter,
     ObjectActionsAdmin,
@@ -21,7 +21,7 @@ from crawlerweb.adminkit import (
     StatusClassFilter,
     YesNoFilter,
 )
-from crawlerweb.humanize import duration, exact, moment, per_day, relative
+from common.humanize import duration, exact, moment, per_day, relative
 
 from . import hoststate, importance, service, traps
 from .models import (

@@ -16,7 +16,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import Count, F, Sum
 
-from crawlerweb import stagetime
+from common import stagetime
 
 from . import bulk, importance, inlinks, instate, scope, seen, traps
 from .filters import rejection_reason

@@ -1,4 +1,4 @@
-"""Set-based statements of the frontier's write path, one per batch (crawlerweb/bulksql.py).
+"""Set-based statements of the frontier's write path, one per batch (common/bulksql.py).
 
 A crawled page costs the database a few rows (its state, its new links, its host's
 release); a statement costs a parse, a plan and a round trip whatever its size. So the
@@ -12,7 +12,7 @@ order (url_key, host id), so concurrent workers wait for each other but never de
 from django.db import connection
 from django.utils import timezone
 
-from crawlerweb.bulksql import arrays, column_type, defaults, in_chunks, locked, marks, typed
+from common.bulksql import arrays, column_type, defaults, in_chunks, locked, marks, typed
 
 from . import importance
 from .models import Host, Seed, ServerAddress, Url

@@ -2,7 +2,7 @@
 id order, a batch at a time (keyset paging: `id > last`), so a million URLs cost one batch
 of memory and no OFFSET scan."""
 
-from crawlerweb.paging import in_id_order
+from common.paging import in_id_order
 
 from .models import Url
 

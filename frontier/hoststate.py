@@ -16,7 +16,7 @@ from datetime import datetime
 from django.db.models import Exists, OuterRef, Q
 from django.utils import timezone
 
-from crawlerweb.humanize import moment, relative
+from common.humanize import moment, relative
 
 from .importance import IDLE_BAND
 from .models import Host, Url, UrlState

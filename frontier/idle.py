@@ -33,8 +33,8 @@ import time
 from django.conf import settings
 from django.db import connection, transaction
 
-from crawlerweb import stagetime
-from crawlerweb.bulksql import in_chunks, locked, marks
+from common import stagetime
+from common.bulksql import in_chunks, locked, marks
 
 from .importance import IDLE_BAND, LOWEST_BAND
 from .models import Host, Url, UrlState

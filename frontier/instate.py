@@ -20,7 +20,7 @@ tests the rows PostgreSQL read.
 
 from django.db import connection, transaction
 
-from crawlerweb.bulksql import in_chunks
+from common.bulksql import in_chunks
 
 from .models import Url
 

@@ -17,7 +17,7 @@ from django.db.models import BooleanField, Exists, OuterRef, Q
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
-from crawlerweb import stagetime
+from common import stagetime
 
 from . import bulk, idle, importance, pacing, politeness
 from .models import CrawlLimits, Host, ServerAddress, Url, UrlState

@@ -24,7 +24,7 @@ all (a domain quota reached meanwhile) was fetched for nothing, and its result i
 from django.conf import settings
 from django.db import connection
 
-from crawlerweb.bulksql import SQLITE_MAX_VARIABLES, in_chunks, marks
+from common.bulksql import SQLITE_MAX_VARIABLES, in_chunks, marks
 
 from . import importance, scope, traps
 from .admission import Candidate, add_urls

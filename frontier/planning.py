@@ -31,8 +31,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from crawlerweb import bulksql
-from crawlerweb.bulksql import in_chunks
+from common import bulksql
+from common.bulksql import in_chunks
 
 from . import belief, changerate, recrawl
 from .models import RecrawlPlan, Url, UrlState

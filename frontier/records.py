@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from crawlerweb import stagetime
+from common import stagetime
 
 from . import bulk, idle, instate, recrawl
 from .models import DeadLetter, Host, Url, UrlKind, UrlState

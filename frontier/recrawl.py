@@ -56,7 +56,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from crawlerweb.bulksql import in_chunks
+from common.bulksql import in_chunks
 
 from . import belief, changerate, idle, instate
 from .models import RecrawlPlan, Url, UrlState

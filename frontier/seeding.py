@@ -19,7 +19,7 @@ import re
 from django.conf import settings
 from django.db import transaction
 
-from crawlerweb import netpolicy
+from common import netpolicy
 
 from . import bulk, scope
 from .admission import AdmitResult, Candidate, add_urls, default_scope

@@ -47,7 +47,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from crawlerweb.bulksql import arrays
+from common.bulksql import arrays
 
 from . import idle, instate
 from .models import Host, Url, UrlPattern, UrlState

@@ -9,7 +9,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from crawlerweb.adminkit import BigTableAdmin, ReadOnlyAdmin
+from common.adminkit import BigTableAdmin, ReadOnlyAdmin
 from archive import warc, replay
 from fetch import http
 

@@ -1,9 +1,9 @@
 """Set-based statements of the indexer's write path: a writer's batch of pages in one
-statement per table (crawlerweb/bulksql.py says why and how per database)."""
+statement per table (common/bulksql.py says why and how per database)."""
 
 from django.db import connection
 
-from crawlerweb.bulksql import in_chunks, marks
+from common.bulksql import in_chunks, marks
 
 from .models import ContentFingerprint, Document
 

@@ -2,7 +2,7 @@
 text the index was built from with the page's fields, read in id order a batch at a time
 (keyset paging), so a million documents cost one batch of memory."""
 
-from crawlerweb.paging import in_id_order
+from common.paging import in_id_order
 
 from .maincontent import indexed_text
 from .models import Document

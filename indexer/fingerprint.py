@@ -125,7 +125,7 @@ from io import BytesIO
 from itertools import chain
 from typing import NamedTuple
 
-from crawlerweb import stagetime
+from common import stagetime
 
 __all__ = [
     "CHANGED", "DEFAULT_THRESHOLD", "FIRST", "NOISE", "UNCHANGED", "Fingerprint", "compare",

@@ -65,7 +65,7 @@ code blocks and a FIGlet banner on top; parse_html takes 0.64 ms for 17 KB of HT
 import re
 from collections import Counter
 
-from crawlerweb import stagetime
+from common import stagetime
 
 from . import decoding
 from .parse import MAX_HEADINGS_CHARS, ParsedPage

@@ -24,7 +24,7 @@ import re
 
 import pycld2
 
-from crawlerweb import stagetime
+from common import stagetime
 
 SAMPLE_CHARS = 1000  # characters of title + text the detector sees: the cost is linear in it
 MIN_SURE_PERCENT = 60  # of the text in the detected language, for it to overrule the declaration

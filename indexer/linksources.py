@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 
 from lxml import etree
 
-from crawlerweb import stagetime
+from common import stagetime
 
 from . import decoding, encodings
 

@@ -23,7 +23,7 @@ original. Two workers storing near-duplicates in the same instant may both index
 from django.conf import settings
 from django.db import connection
 
-from crawlerweb.bulksql import in_chunks, marks
+from common.bulksql import in_chunks, marks
 
 from .fingerprint import hamming
 from .models import SimhashBand

@@ -4,7 +4,7 @@ at a time (keyset paging), so a million pages cost one batch of memory."""
 
 from datetime import datetime, timedelta
 
-from crawlerweb.paging import in_id_order
+from common.paging import in_id_order
 
 from .models import Document
 

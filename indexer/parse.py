@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import ada_url
 from lxml import etree
 
-from crawlerweb import stagetime
+from common import stagetime
 
 from . import decoding, maincontent
 

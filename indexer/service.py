@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from crawlerweb import stagetime
+from common import stagetime
 from archive import replay, warc
 from fetch import robotstxt
 from fetch.transport import charset_of

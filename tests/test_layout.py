@@ -1,6 +1,6 @@
 """The house's one rule of structure: apps import downward only (docs/architecture.md).
 
-    console → crawl → indexer → archive → fetch → frontier → crawlerweb
+    console → crawl → indexer → archive → fetch → frontier → crawlerweb → common
 
 An app may import any app below it and none above; nothing imports console. The import
 statements are read from the source (function-level imports too), so a lazy import that
@@ -14,7 +14,7 @@ import pytest
 pytestmark = pytest.mark.backend_free
 
 ROOT = Path(__file__).resolve().parent.parent
-LAYERS = ["crawlerweb", "frontier", "fetch", "archive", "indexer", "crawl", "console"]  # bottom first
+LAYERS = ["common", "crawlerweb", "frontier", "fetch", "archive", "indexer", "crawl", "console"]  # bottom first
 ALLOWED_UPWARD: set[tuple[str, str]] = set()  # (file, app) pairs allowed to go up: none
 
 
@@ -42,6 +42,12 @@ def upward_imports() -> list[tuple[str, str]]:
 
 def test_every_app_imports_only_the_apps_below_it():
     assert upward_imports() == []
+
+
+def test_crawlerweb_is_configuration_only():
+    """Settings, URLs, Celery, WSGI and their own small parts; helpers live in common/."""
+    modules = sorted(p.name for p in (ROOT / "crawlerweb").glob("*.py"))
+    assert modules == ["__init__.py", "celery.py", "urls.py", "worker_consumer.py", "wsgi.py"]
 
 
 def test_the_rule_catches_an_upward_import(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
 """A database that is not migrated gets one line saying what to do, from every management
-command and from the web (crawlerweb/schema_check.py) — not a traceback from deep in a query.
+command and from the web (common/schema_check.py) — not a traceback from deep in a query.
 
 Each case runs in its own process against its own SQLite file, as a user would run it."""
 

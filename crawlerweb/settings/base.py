@@ -93,7 +93,7 @@ MIDDLEWARE = [
     # Serves static files (admin, dashboard) from gunicorn: no separate web server needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # A database that is not migrated gets one line saying so, before anything reads a table.
-    "crawlerweb.schema_check.RequireMigratedMiddleware",
+    "common.schema_check.RequireMigratedMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -4,7 +4,7 @@ bounds: docs/settings.md (tests/test_docs.py keeps the two equal)."""
 import os
 from pathlib import Path
 
-from crawlerweb.netpolicy import endpoint
+from common.netpolicy import endpoint
 
 from .env import BASE_DIR, SettingError, envbool, envchoice, envfloat, envfloatlist, envint, envlist, envnetworks, envstr  # noqa: F401
 from .base import DATABASE_URL

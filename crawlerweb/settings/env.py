@@ -5,7 +5,7 @@ crawl with a silently different policy."""
 import os
 from pathlib import Path
 
-from crawlerweb.netpolicy import parse_allowed
+from common.netpolicy import parse_allowed
 
 BASE_DIR = Path(__file__).resolve().parent.parent.parent
 
@@ -77,7 +77,7 @@ def envfloatlist(name: str, default: str) -> list[float]:
 
 
 def envnetworks(name: str) -> list:
-    """CIDR networks, each optionally with :port or :low-high (crawlerweb.netpolicy)."""
+    """CIDR networks, each optionally with :port or :low-high (common.netpolicy)."""
     networks = []
     for item in envlist(name):
         try:

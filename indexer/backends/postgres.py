@@ -27,7 +27,7 @@ from psycopg.pq import Format
 from django.conf import settings
 from django.db import connections, transaction
 
-from crawlerweb import stagetime
+from common import stagetime
 
 from .. import ranking
 from ..fields import IndexedFields, index_fields

@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from django.db import connections
 
-from crawlerweb import stagetime
+from common import stagetime
 
 from .. import ranking, textstore
 from ..fields import index_fields

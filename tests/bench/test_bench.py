@@ -112,7 +112,7 @@ def test_it_runs_the_quick_distributed_benchmark_and_the_embedded_crawler_on_pos
 def _assert_stages(result: dict, ours: str) -> None:
     """CPU per page by stage: every stage of a page's path, and together (with "other",
     what no stage covers) the process CPU metered from outside."""
-    from crawlerweb import stagetime
+    from common import stagetime
 
     stages = result["stages_ms_per_page"]
     assert set(stages) == set(stagetime.STAGES) | {"other"}

@@ -10,7 +10,7 @@ from django.db import DatabaseError
 from django.test import Client
 
 from console.keys import check_key, create_key
-from crawlerweb.netpolicy import parse_allowed
+from common.netpolicy import parse_allowed
 from console.models import ApiKey
 from frontier import bulk, service
 from frontier.models import CrawlLimits, CrawlScope, ExcludedDomain, Host, Seed, Url

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from crawlerweb.netpolicy import endpoint, parse_allowed
+from common.netpolicy import endpoint, parse_allowed
 from fetch import http
 
 from ..loopback import QuietHandler, start
@@ -162,7 +162,7 @@ def test_it_is_the_only_module_that_imports_an_http_client():
 
     root = Path(__file__).resolve().parents[2]
     offenders = [
-        str(p.relative_to(root)) for d in ("crawlerweb", "frontier", "fetch", "archive", "indexer", "crawl", "console")
+        str(p.relative_to(root)) for d in ("common", "crawlerweb", "frontier", "fetch", "archive", "indexer", "crawl", "console")
         for p in (root / d).rglob("*.py")
         if p.name != "http.py" and any(
             line.strip().startswith(("import requests", "from requests", "import urllib3", "from urllib3",

@@ -1,12 +1,12 @@
 """Where a host is, in words (frontier/hoststate.py), and figures in a person's units
-(crawlerweb/humanize.py): one definition that the admin, the dashboard and /metrics share."""
+(common/humanize.py): one definition that the admin, the dashboard and /metrics share."""
 
 from datetime import datetime, timedelta, timezone as tz
 
 import pytest
 from django.utils import timezone
 
-from crawlerweb import humanize
+from common import humanize
 from frontier import service
 from frontier.models import Host, Url, UrlState
 from frontier.normalize import normalize

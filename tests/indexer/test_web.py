@@ -305,7 +305,7 @@ def test_url_list_filters_by_status_class_and_by_host_without_listing_every_host
 
 
 def test_admin_lists_count_at_most_the_cap(admin_client, monkeypatch):
-    from crawlerweb import paging
+    from common import paging
 
     monkeypatch.setattr(paging, "ADMIN_COUNT_CAP", 5)
     service.add_urls([service.Candidate(f"http://a.test/{n}") for n in range(12)])

@@ -1,7 +1,7 @@
 from django.core.management.base import CommandError
 
 from console.keys import create_key
-from crawlerweb.schema_check import MigratedCommand
+from common.schema_check import MigratedCommand
 
 
 class Command(MigratedCommand):

@@ -6,7 +6,7 @@ from tqdm import tqdm
 
 from console.exportfiles import open_rows
 from archive.wacz import PageSource, export_wacz, wacz_arguments
-from crawlerweb.schema_check import MigratedCommand
+from common.schema_check import MigratedCommand
 from frontier import service as frontier
 from indexer import service as indexer
 

@@ -83,7 +83,7 @@
   }
 
   // Times in the server's zone (settings.TIME_ZONE), 24-hour and named, as the admin and the
-  // search page print them (crawlerweb/humanize.py), whatever this browser's zone and
+  // search page print them (common/humanize.py), whatever this browser's zone and
   // locale. The name is the server's for now (data.time_zone_name): a time across a
   // daylight-saving change from now would show the other offset under today's name.
   const zone = { id: "UTC", name: "UTC", format: null };

@@ -9,8 +9,8 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from crawl import instruments
-from crawlerweb import stagetime
-from crawlerweb.schema_check import MigratedCommand
+from common import stagetime
+from common.schema_check import MigratedCommand
 from archive import warc
 from crawl.runners import run_embedded
 from frontier import service as frontier

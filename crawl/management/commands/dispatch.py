@@ -5,7 +5,7 @@ import threading
 
 from crawl import instruments
 from crawlerweb.celery import app
-from crawlerweb.schema_check import MigratedCommand
+from common.schema_check import MigratedCommand
 from crawl import runners
 
 

@@ -1,4 +1,4 @@
-# Dates and times in the admin as everywhere else in crawlerweb (crawlerweb/humanize.py):
+# Dates and times in the admin as everywhere else in crawlerweb (common/humanize.py):
 # 24-hour, ISO order, the time zone named ("T": settings.TIME_ZONE's abbreviation).
 DATETIME_FORMAT = "Y-m-d H:i:s T"
 SHORT_DATETIME_FORMAT = "Y-m-d H:i T"

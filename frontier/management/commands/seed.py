@@ -2,7 +2,7 @@ import sys
 
 from django.core.management.base import CommandError
 
-from crawlerweb.schema_check import MigratedCommand
+from common.schema_check import MigratedCommand
 from frontier import service
 from frontier.management.scope_args import add_scope_arguments, scope_from_options
 from frontier.vocabulary import Rejection

@@ -1,6 +1,6 @@
 import json
 
-from crawlerweb.schema_check import MigratedCommand
+from common.schema_check import MigratedCommand
 from frontier import service
 from frontier.management.scope_args import describe_scopes
 

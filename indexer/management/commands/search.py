@@ -1,6 +1,6 @@
 import json
 
-from crawlerweb.schema_check import MigratedCommand
+from common.schema_check import MigratedCommand
 from indexer import service
 
 
