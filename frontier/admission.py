@@ -18,7 +18,7 @@ from django.db.models import Count, F, Sum
 
 from common import stagetime
 
-from . import bulk, importance, inlinks, instate, scope, seen, traps
+from . import bulk, importance, inlinks, instate, scope, seen, traps, wakeups
 from .filters import rejection_reason
 from .limits import current_limits
 from .controls import origin_hostname
@@ -92,7 +92,10 @@ def add_urls(candidates: Iterable[Candidate]) -> AdmitResult:
         atomic = connection.vendor == "sqlite" or connection.in_atomic_block
         try:
             with transaction.atomic() if atomic else nullcontext():
-                return _add_urls(candidates)
+                result = _add_urls(candidates)
+                if result.admitted or result.raised:
+                    wakeups.announce()
+                return result
         except IntegrityError:
             # A host this process remembered was deleted (an admin deleted it, and its URLs
             # with it): forget what the caches say and look again, once.

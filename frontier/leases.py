@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from common import stagetime
 
-from . import bulk, idle, importance, pacing, politeness
+from . import bulk, idle, importance, pacing, politeness, wakeups
 from .models import CrawlLimits, Host, ServerAddress, Url, UrlState
 from .records import QUEUED_FIELDS, QueuedUrl
 
@@ -278,6 +278,8 @@ def release_leases_of(holders: list[str]) -> list[int]:
             ServerAddress.objects.filter(lease_owner=token).update(lease_owner="", leased_until=None)
             if address:
                 politeness.push_address(address, not_before)
+    if released:
+        wakeups.announce()
     return released
 
 
@@ -318,6 +320,8 @@ def release_host(host_id: int, token: str, next_fetch_at: datetime | None, *, le
         politeness.release_address(leased_address, token, address_next_at)
     if update is not None and update.address and update.address != leased_address and address_next_at:
         politeness.push_address(update.address, address_next_at)  # first contact, or the host moved
+    if released:
+        wakeups.announce()
     return released
 
 
@@ -343,6 +347,8 @@ def release_hosts(ended: list[tuple[int, str, str, HostUpdate]]) -> set[int]:
     for _, _, address, u in ended:
         if u.address and u.address != address and u.address_next_at:
             politeness.push_address(u.address, u.address_next_at)  # first contact, or the host moved
+    if released:
+        wakeups.announce()
     return released
 
 

@@ -62,6 +62,25 @@ def next_due_in(max_wait: float) -> float:
     return min(max_wait, max(0.0, (soonest - now).total_seconds()))
 
 
+def next_change_in(max_wait: float) -> float:
+    """Seconds until the next moment something not ready now may become ready, capped to
+    max_wait: a free host's next allowed time, or a queued URL's (a retry that backs off).
+    Both read from the top of an index. What is due already but was not leased (its server
+    address busy, the lease cap) becomes ready by a release, which is announced
+    (frontier/wakeups.py), so it is not counted."""
+    now = timezone.now()
+    free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
+    host_at = (Host.objects.filter(free, next_fetch_at__gt=now)
+               .filter(Exists(Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED)))
+               .order_by("next_fetch_at").values_list("next_fetch_at", flat=True).first())
+    url_at = (Url.objects.filter(state=UrlState.QUEUED, next_fetch_at__gt=now).order_by("next_fetch_at")
+              .values_list("next_fetch_at", flat=True).first())
+    soonest = min((at for at in (host_at, url_at) if at is not None), default=None)
+    if soonest is None:
+        return max_wait
+    return min(max_wait, max(0.0, (soonest - now).total_seconds()))
+
+
 def crawl_summary() -> dict:
     """Counts for the crawl summary, `status` command and tests."""
     by_state = dict(Url.objects.values_list("state").annotate(n=Count("id")))

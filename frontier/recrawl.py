@@ -58,7 +58,7 @@ from django.utils import timezone
 
 from common.bulksql import in_chunks
 
-from . import belief, changerate, idle, instate
+from . import belief, changerate, idle, instate, wakeups
 from .models import RecrawlPlan, Url, UrlState
 from .normalize import InvalidUrl, normalize
 from .vocabulary import Observation
@@ -398,6 +398,7 @@ def release_due(now: datetime | None = None, limit: int | None = None) -> int:
         released = len(queued)
         if queued:
             idle.wake(url_ids=queued)
+            wakeups.announce()
         RecrawlPlan.objects.filter(pk=1).update(credit=credit - released, released_at=now,
                                                 released_total=plan.released_total + released)
     return released

@@ -64,7 +64,9 @@ from .pacing import STORE_FAILED, store_failure_pause
 from .normalize import origin_of, url_key
 from .traps import count_pattern_yield, pattern_stopped
 from .limits import current_limits
-from .progress import crawl_summary, deferred_work, has_pending_work, has_work_due_within, next_due_in
+from .progress import (crawl_summary, deferred_work, has_pending_work, has_work_due_within, next_change_in,
+                       next_due_in)
+from .wakeups import WorkListener
 from .models import UrlKind
 from .records import (
     MAX_SITEMAPS,
@@ -129,7 +131,8 @@ __all__ = [
     "MAX_SITEMAPS", "QueuedUrl", "UrlKind", "queued_urls", "record_fetch", "record_fetches", "requeue_dead_letters",
     "save_robots", "settle_unstorable", "record_certificate",
     # progress and figures
-    "crawl_summary", "deferred_work", "has_pending_work", "has_work_due_within", "next_due_in",
+    "crawl_summary", "deferred_work", "has_pending_work", "has_work_due_within", "next_due_in", "next_change_in",
+    "WorkListener",
     # recrawl
     "release_due", "plan_recrawl", "due_counts", "has_revisits_due", "sitemap_changes",
     "dead_letter_count", "host_figures", "recent_errors", "top_hosts", "url_figures",

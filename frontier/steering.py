@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from . import idle
+from . import idle, wakeups
 from .limits import cached_limits, current_limits
 from .models import CrawlLimits, DeadLetter, Host, SteeringAction, Url, UrlState
 from .normalize import InvalidUrl, normalize
@@ -61,6 +61,7 @@ def _audit(actor: str, action: str, target: str, result: ActionResult) -> Action
 
 def _bump() -> None:
     CrawlLimits.bump_version()  # every runner sees the change within LIMITS_RECHECK_SECONDS
+    wakeups.announce()  # an idle dispatcher looks at once (a resumed host, "fetch now")
 
 
 # --- the whole crawl ---------------------------------------------------------------------

@@ -408,6 +408,38 @@ def test_the_dispatcher_reports_its_leases_and_its_stop(monkeypatch, settings):
     assert ProcessHeartbeat.objects.get().stopped_at is not None
 
 
+@pytest.mark.postgres
+def test_an_idle_dispatcher_sleeps_until_work_is_announced(monkeypatch, settings):
+    """Nothing to lease: the dispatcher waits on its notification channel rather than
+    polling, and URLs added by another process wake it at once."""
+    settings.CRAWLER_DISPATCH_IDLE_WAIT, settings.CRAWLER_DISPATCH_IDLE_WAIT_LONGEST = 8.0, 30.0
+    monkeypatch.setattr(runners, "dispatch_room", lambda app: 10)
+    rounds, real_round = [], runners._dispatch_round
+    monkeypatch.setattr(runners, "_dispatch_round", lambda name, app: rounds.append(len(recorder.sent)) or real_round(name, app))
+    recorder, stop = Recorder(), threading.Event()
+
+    def dispatcher():
+        try:
+            runners.run_dispatcher("d-idle", recorder, stop)
+        finally:
+            connection.close()  # this thread's own
+
+    thread = threading.Thread(target=dispatcher)
+    thread.start()
+    try:
+        wait_until(lambda: rounds, 10, "the first round")
+        added = frontier.add_urls([frontier.Candidate("http://a.test/1")])  # another process's links
+        assert added.admitted == 1
+        # Without the notification the dispatcher looks again only after its 8 s wait.
+        wait_until(lambda: recorder.sent, 4, "the dispatcher to lease the new host")
+        wait_until(lambda: len(rounds) >= 3, 4, "the round after the lease")
+        assert rounds[:3] == [0, 0, 1]  # nothing, then woken by the new URL: leased it
+    finally:
+        stop.set()
+        thread.join(10)
+    assert not thread.is_alive()
+
+
 def test_the_favicon_answers(client):
     response = client.get("/favicon.ico")
     assert response.status_code == 200 and response["Content-Type"] == "image/x-icon"
