@@ -30,7 +30,7 @@ DOCUMENT_SCHEMA = pa.schema([
 OUTLINKS_FIELD = pa.field("outlinks", pa.list_(pa.string()))  # null: no archived response to read them from
 URL_SCHEMA = pa.schema([
     ("id", pa.int64()), ("url", pa.string()), ("kind", pa.string()), ("state", pa.string()),
-    ("outcome", pa.string()), ("depth", pa.int64()), ("priority", pa.int64()), ("last_status", pa.int64()),
+    ("outcome", pa.string()), ("depth", pa.int64()), ("score", pa.int64()), ("last_status", pa.int64()),
     ("attempts", pa.int64()), ("next_fetch_at", _TIME), ("last_fetched_at", _TIME),
     ("last_observation", pa.string()), ("observations", pa.int64()), ("change_rate", pa.float64()),
     ("recrawl_interval", pa.float64()), ("content_hash", pa.string()), ("text_hash", pa.string()),

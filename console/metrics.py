@@ -148,7 +148,7 @@ class _Collector:
                         "status", urls["by_status"])
         yield _plain("crawlerweb_urls_fetched", "URLs fetched at least once", urls["fetched"])
         yield _labelled("crawlerweb_queued_urls", "queued URLs by score (frontier/importance.py; higher goes first)",
-                        "priority", urls["queued_by_priority"])
+                        "score", urls["queued_by_score"])
         yield _labelled("crawlerweb_queued_urls_by_band", "queued URLs by score band (dispatch draws hosts by band)",
                         "band", urls["queued_by_band"])
         yield _plain("crawlerweb_queued_due_urls", "queued URLs due now", urls["queued_due_now"])

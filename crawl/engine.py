@@ -399,10 +399,10 @@ class SessionEngine:
         """The writer stored URLs (new, or with a higher score) for these hosts: a session of
         one of them carrying worse asks for them at its next step."""
         with self._lock:
-            for host_id, priority in raised.items():
+            for host_id, score in raised.items():
                 session = self._sessions.get(host_id)
                 if session is not None:
-                    session.offered(priority)
+                    session.offered(score)
 
     def _released(self, ended) -> None:
         """The writer released a session's host (after storing its URLs)."""

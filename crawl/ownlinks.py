@@ -73,12 +73,12 @@ class OwnLinks:
                                              self.origin, candidate.hint)
             if judged is None:
                 continue
-            norm, priority = judged
+            norm, score = judged
             if norm.key in self.keys or norm.url in taken_urls or not allows(norm.url):
                 continue
             self.keys.add(norm.key)
             found.append((frontier.QueuedUrl(next(_temporary_ids), norm.url, candidate.depth, 0, 0, candidate.scopes,
-                                             kind=candidate.kind, priority=priority),
+                                             kind=candidate.kind, score=score),
                           dataclasses.replace(candidate, url=norm.url, base=None)))
         return found
 

@@ -169,7 +169,7 @@ class HostSession:
         """The importance of what this session asks for next (its robots.txt goes with its
         best URL) and its host's standing: the engine serves the best of the sessions due
         first."""
-        return (self.urls[0].priority if self.urls else 0) + self.site_points
+        return (self.urls[0].score if self.urls else 0) + self.site_points
 
     # --- the engine calls these -----------------------------------------------------------
 
@@ -248,7 +248,7 @@ class HostSession:
         for queued, _ in taken:
             self.taken.add(queued.id)
             self.taken_urls.add(queued.url)
-            position = next((i for i in range(first, len(self.urls)) if self.urls[i].priority < queued.priority),
+            position = next((i for i in range(first, len(self.urls)) if self.urls[i].score < queued.score),
                             len(self.urls))
             self.urls.insert(position, queued)
         self.sink(LinksTaken(self.host_id, [(queued.id, candidate) for queued, candidate in taken]))
@@ -267,8 +267,8 @@ class HostSession:
         now = time.monotonic()
         return now if urls else max(now, min(self.clock.next_request_at(), self.window_end))
 
-    def offered(self, priority: int) -> None:
-        """The writer stored a URL of this host scoring `priority` (new, or raised): if it
+    def offered(self, score: int) -> None:
+        """The writer stored a URL of this host scoring `score` (new, or raised): if it
         would be among the next CRAWLER_SESSION_REFRESH_URLS this session fetches, the
         session asks for its host's best at its next step. (The engine's thread calls this;
         a flag the session's own step reads is all it touches.)"""
@@ -277,7 +277,7 @@ class HostSession:
             return
         urls = self.urls
         try:
-            if urls and priority > urls[min(window, len(urls)) - 1].priority:
+            if urls and score > urls[min(window, len(urls)) - 1].score:
                 self.refresh_wanted = True
         except IndexError:  # its step took one meanwhile: ask anyway, the answer is checked
             self.refresh_wanted = True
@@ -291,7 +291,7 @@ class HostSession:
         self.refresh_wanted, self.refreshing = False, True
         done = _frontier_ids(self.taken.difference(queued.id for queued in self.urls))
         self.sink(MoreUrlsWanted(self.host_id, self.lease.token, done, settings.CRAWLER_SESSION_REFRESH_URLS,
-                                 above=min(queued.priority for queued in self.urls)))
+                                 above=min(queued.score for queued in self.urls)))
 
     def _swap_in_better(self) -> None:
         """The writer's answer: the URLs carried take their scores as they are now, better
@@ -310,7 +310,7 @@ class HostSession:
             room = len(self.urls) + max(0, settings.CRAWLER_SESSION_MAX_URLS - len(self.taken))
             replaced = [carried[queued.url].id for queued in found if queued.url in carried]
             carried.update((queued.url, queued) for queued in found)
-            ranked = sorted(carried.values(), key=lambda queued: -queued.priority)  # stable: ties keep their order
+            ranked = sorted(carried.values(), key=lambda queued: -queued.score)  # stable: ties keep their order
             self.taken.difference_update(replaced)
             self.taken.difference_update(queued.id for queued in ranked[room:])
             self.taken_urls.difference_update(queued.url for queued in ranked[room:])

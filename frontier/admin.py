@@ -304,7 +304,7 @@ class ObservationFilter(ChoicesFilter):
 
 @admin.register(Url)
 class UrlAdmin(DerivedDataAdmin, ObjectActionsAdmin):
-    list_display = ("url", "state", "last_status", "priority_words", "next_fetch", "last_fetched",
+    list_display = ("url", "state", "last_status", "score_and_band", "next_fetch", "last_fetched",
                     "change_rate_human")
     list_filter = (UrlStateFilter, "kind", ObservationFilter, StatusFilter, HostFilter)
     search_fields = ("url",)
@@ -317,7 +317,7 @@ class UrlAdmin(DerivedDataAdmin, ObjectActionsAdmin):
                            "created_at")}),
         ("Importance", {"description": "why this URL ranks where it does (frontier/importance.py): higher goes "
                                        "first within its host; its host's band decides how often the host is drawn",
-                        "fields": ("priority", "score_parts", "inlink_hosts", "hint")}),
+                        "fields": ("score", "score_parts", "inlink_hosts", "hint")}),
         ("Fetching", {"fields": ("state", "outcome", "attempts", "backoff_level", "next_fetch", "last_status",
                                  "last_fetched_at")}),
         ("Revisits", {"description": "what visits saw and when the next is planned (frontier/recrawl.py)",
@@ -378,9 +378,9 @@ class UrlAdmin(DerivedDataAdmin, ObjectActionsAdmin):
             return found, False
         return super().get_search_results(request, queryset, search_term)
 
-    @admin.display(description="score", ordering="priority")
-    def priority_words(self, url):
-        return priority_in_words(url.priority)
+    @admin.display(description="score", ordering="score")
+    def score_and_band(self, url):
+        return score_with_band(url.score)
 
     @admin.display(description="why")
     def score_parts(self, url):
@@ -392,9 +392,9 @@ class UrlAdmin(DerivedDataAdmin, ObjectActionsAdmin):
         _report(self, request, result, "Recrawl now")
 
 
-def priority_in_words(priority: int) -> str:
+def score_with_band(score: int) -> str:
     """The score and the band it puts the URL in."""
-    return f"{priority} ({('high', 'middle', 'low')[importance.score_band(priority)]} band)"
+    return f"{score} ({('high', 'middle', 'low')[importance.score_band(score)]} band)"
 
 
 def score_in_words(url: Url) -> str:
@@ -407,7 +407,7 @@ def score_in_words(url: Url) -> str:
              f"{url.inlink_hosts} other host{'s' if url.inlink_hosts != 1 else ''} link here: {parts.inlinks:+d}",
              f"sitemap: {parts.hint:+d}", f"trusted domain: {parts.trusted:+d}"]
     sites = url.host.referring_hosts
-    return (" · ".join(words) + f" = {parts.total} now; stored {url.priority}; and when hosts compete for fetch "
+    return (" · ".join(words) + f" = {parts.total} now; stored {url.score}; and when hosts compete for fetch "
             f"threads, its host's standing ({'about ' if sites > 3 else ''}{sites} other "
             f"host{'s' if sites != 1 else ''} link to its pages): "
             f"{importance.site_points(sites):+d}")

@@ -1,6 +1,6 @@
 """Admission: URLs and seeds entering the frontier (DESIGN.md, "the path of a URL", step 1).
 
-normalize -> filter -> scope -> seen test -> store with a priority, in as few queries as
+normalize -> filter -> scope -> seen test -> store with a score, in as few queries as
 possible. Seeds come through here too, from frontier/seeding.py, which logs them with the
 scope their links are judged by.
 """
@@ -60,9 +60,9 @@ class AdmitResult:
     # host carrying worse may want to swap (crawl/session.py).
     raised: dict[int, int] = field(default_factory=dict)
 
-    def raise_to(self, host_id: int, priority: int) -> None:
-        if priority > self.raised.get(host_id, -importance.MAX_SCORE - 1):
-            self.raised[host_id] = priority
+    def raise_to(self, host_id: int, score: int) -> None:
+        if score > self.raised.get(host_id, -importance.MAX_SCORE - 1):
+            self.raised[host_id] = score
 
     def reject(self, reason: str) -> None:
         self.rejected[reason] = self.rejected.get(reason, 0) + 1
@@ -194,8 +194,8 @@ def _add_urls(candidates: list[Candidate]) -> AdmitResult:
         for key, norm, cand in host_items:
             inlink_bits = importance.referrer_mask(referrers.get(key, ()))
             inlink_hosts = inlink_bits.bit_count()
-            priority = importance.score(norm.url, norm.host, cand.depth, inlink_hosts, cand.hint)
-            rows.append((key, norm.url, host_id, cand.depth, cand.hops, priority, cand.referrer_id, cand.scopes,
+            score = importance.score(norm.url, norm.host, cand.depth, inlink_hosts, cand.hint)
+            rows.append((key, norm.url, host_id, cand.depth, cand.hops, score, cand.referrer_id, cand.scopes,
                          cand.kind, inlink_hosts, cand.hint, inlink_bits))
     for key, reason in quota_rejected.items():
         for position in positions[key]:
@@ -285,9 +285,9 @@ def _raised(raised: list[tuple[int, int]], result: AdmitResult) -> None:
     """(host id, new score) of waiting URLs whose score rose: their hosts' bands rise with
     them, and the batch's result names them."""
     bands = {}
-    for host_id, priority in raised:
-        bands[host_id] = min(bands.get(host_id, 2), importance.score_band(priority))
-        result.raise_to(host_id, priority)
+    for host_id, score in raised:
+        bands[host_id] = min(bands.get(host_id, 2), importance.score_band(score))
+        result.raise_to(host_id, score)
     bulk.raise_host_bands(bands)
 
 
@@ -350,7 +350,7 @@ def _update_known(existing: dict[int, tuple[int, str, str, int]], best: dict[int
             widened[(keys, merged)].append(key)
     for depth, keys in sorted(shallower.items()):  # the score's depth part moves with the depth
         instate.update_in_state(UrlState.QUEUED, dict(
-            depth=depth, priority=F("priority") + settings.CRAWLER_SCORE_DEPTH * (depth - F("depth"))),
+            depth=depth, score=F("score") + settings.CRAWLER_SCORE_DEPTH * (depth - F("depth"))),
             keys=keys, where={"depth__gt": depth})
     for (keys, merged), url_keys in sorted(widened.items()):
         instate.update_in_state(UrlState.QUEUED, dict(scopes=merged), keys=url_keys, where={"scopes": keys})

@@ -17,7 +17,8 @@ from common.bulksql import arrays, column_type, defaults, in_chunks, locked, mar
 from . import importance
 from .models import Host, Seed, ServerAddress, Url
 
-# The URL columns a new link brings; every other column takes its model default.
+# The URL columns a new link brings; every other column takes its model default. Columns,
+# not fields: `priority` is the column of Url.score (frontier/models.py says why).
 LINK_COLUMNS = ("url_key", "url", "host_id", "depth", "redirect_hops", "priority", "referrer_id", "scopes", "kind",
                 "inlink_hosts", "hint", "inlink_bits")
 _DEPTH, _SCOPES, _HINT = LINK_COLUMNS.index("depth"), LINK_COLUMNS.index("scopes"), LINK_COLUMNS.index("hint")
@@ -253,21 +254,21 @@ def add_inlinks(masks: dict[int, int], points: int, cap: int) -> tuple[list[tupl
                     FROM found f LEFT JOIN raised r ON r.id = f.id WHERE r.id IS NOT NULL OR NOT f.open""",
                 [keys, [masks[key] for key in keys], cap, keys, points, cap, cap])
             rows = cursor.fetchall()
-            return [(host_id, priority) for host_id, priority, key in rows if key is None], \
+            return [(host_id, score) for host_id, score, key in rows if key is None], \
                 [key for _, _, key in rows if key is not None]
         found, closed, updates = [], [], []  # SQLite: one writer, so read, then write what changed
         for chunk in in_chunks(keys):
             cursor.execute(f"SELECT id, url_key, host_id, priority, inlink_hosts, inlink_bits, state FROM {_URLS} "
                            f"WHERE url_key IN ({marks(len(chunk))})", chunk)
-            for url_id, key, host_id, priority, hosts, bits, state in cursor.fetchall():
+            for url_id, key, host_id, score, hosts, bits, state in cursor.fetchall():
                 if state != "queued" or hosts >= cap:
                     closed.append(key)
                     continue
                 new_hosts = (masks[key] & ~bits).bit_count()
                 if new_hosts:
-                    priority = min(priority + points * (min(hosts + new_hosts, cap) - hosts), importance.MAX_SCORE)
-                    updates.append((bits | masks[key], hosts + new_hosts, priority, url_id))
-                    found.append((host_id, priority))
+                    score = min(score + points * (min(hosts + new_hosts, cap) - hosts), importance.MAX_SCORE)
+                    updates.append((bits | masks[key], hosts + new_hosts, score, url_id))
+                    found.append((host_id, score))
         cursor.executemany(f"UPDATE {_URLS} SET inlink_bits = %s, inlink_hosts = %s, priority = %s WHERE id = %s",
                            updates)
         return found, closed

@@ -6,7 +6,7 @@ from common.paging import in_id_order
 
 from .models import Url
 
-URL_COLUMNS = ("id", "url", "host__origin", "kind", "state", "outcome", "depth", "priority", "last_status",
+URL_COLUMNS = ("id", "url", "host__origin", "kind", "state", "outcome", "depth", "score", "last_status",
                "attempts", "next_fetch_at", "last_fetched_at", "last_observation", "observations", "change_rate",
                "recrawl_interval", "content_hash", "text_hash", "simhash", "created_at")
 

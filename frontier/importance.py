@@ -1,6 +1,6 @@
 """Which pages first: a URL's importance score, its parts, and the bands dispatch draws from.
 
-The score is the URL's `priority` (higher goes first; url_host_queue serves a host's best
+The score is kept in the URL's `score` column (higher goes first; url_host_queue serves a host's best
 first). It is a sum of points, each part for a reason the crawl-ordering literature gives
 (Cho, Garcia-Molina & Page 1998; Najork & Wiener 2001: breadth-first finds the pages with
 many inlinks early; Baeza-Yates et al. 2005: in-link counts from other sites beat depth):
@@ -114,10 +114,10 @@ LOWEST_BAND = 2
 IDLE_BAND = 3  # a host with no URL waiting: dispatch never reads it (frontier/idle.py)
 
 
-def score_band(priority: int) -> int:
+def score_band(score: int) -> int:
     """0 (best), 1 or 2: where CRAWLER_SCORE_BANDS (two thresholds) put a score."""
     high, low = settings.CRAWLER_SCORE_BANDS
-    return 0 if priority >= high else 1 if priority >= low else 2
+    return 0 if score >= high else 1 if score >= low else 2
 
 
 def band_shares(loaded: bool) -> tuple[float, float, float]:

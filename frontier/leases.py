@@ -119,7 +119,7 @@ def lease_ready_hosts(owner: str, max_hosts: int, loaded: bool = False) -> list[
                  .values_list("id", "origin", "crawl_delay", "response_time"))
     url_ids, worst = _best_urls({h[0]: _session_size(h[2], h[3]) for h in hosts}, now)
     # What a host has left waiting is no better than the worst URL its session took.
-    bulk.set_host_bands({host_id: importance.score_band(priority) for host_id, priority in worst.items()})
+    bulk.set_host_bands({host_id: importance.score_band(score) for host_id, score in worst.items()})
     leases = []
     for host_id, origin, _, _ in hosts:
         ids_for_host = url_ids.get(host_id, [])
@@ -178,7 +178,7 @@ def _best_urls(limits: dict[int, int], now: datetime) -> tuple[dict[int, list[in
     each; and host id -> the lowest score among them. One UNION ALL of per-host LIMIT
     queries: each walks the partial index url_host_queue from its top and stops, so the
     cost does not grow with the number of URLs a host has waiting (a window function over
-    them all did)."""
+    them all did). (`priority` in the SQL is the column of Url.score.)"""
     found, worst = defaultdict(list), {}
     items = list(limits.items())
     for start in range(0, len(items), 200):  # SQLite allows 500 terms in a compound SELECT
@@ -194,9 +194,9 @@ def _best_urls_into(found: dict, worst: dict, items: list[tuple[int, int]], now:
     params = [p for host_id, n in items for p in (host_id, UrlState.QUEUED.value, when, n)]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for host_id, url_id, priority in cursor.fetchall():
+        for host_id, url_id, score in cursor.fetchall():
             found[host_id].append(url_id)
-            worst[host_id] = min(worst.get(host_id, priority), priority)
+            worst[host_id] = min(worst.get(host_id, score), score)
 
 
 @stagetime.timed("leases")
@@ -362,7 +362,7 @@ def more_urls(host_id: int, token: str, taken: frozenset, limit: int, above: int
         return []
     urls = Url.objects.filter(host_id=host_id, state=UrlState.QUEUED, next_fetch_at__lte=timezone.now())
     if above is not None:
-        urls = urls.filter(priority__gt=above)  # a range of url_host_queue: nearly always empty, and cheap
-    rows = urls.exclude(id__in=list(taken)).order_by("-priority", "id").values_list(*QUEUED_FIELDS)[:limit]
+        urls = urls.filter(score__gt=above)  # a range of url_host_queue: nearly always empty, and cheap
+    rows = urls.exclude(id__in=list(taken)).order_by("-score", "id").values_list(*QUEUED_FIELDS)[:limit]
     return [QueuedUrl(*row) for row in rows]
 

@@ -179,8 +179,11 @@ class Url(models.Model):
     host = models.ForeignKey(Host, on_delete=models.CASCADE, related_name="urls", db_index=False)
     depth = models.SmallIntegerField(default=0)
     redirect_hops = models.SmallIntegerField(default=0)
-    priority = models.SmallIntegerField(default=0, help_text="the importance score: higher goes first "
-                                        "(frontier/importance.py)")
+    # The column keeps its first name, `priority` (the raw SQL of frontier/bulk.py and
+    # leases.py says so): renaming it would break the previous release's workers while an
+    # upgrade rolls out (STYLE.md 15); a later release may rename it, expand then contract.
+    score = models.SmallIntegerField(default=0, db_column="priority",
+                                     help_text="the importance score: higher goes first (frontier/importance.py)")
     inlink_hosts = models.IntegerField(default=0, db_default=0, help_text="distinct other hosts seen linking here")
     inlink_bits = models.BigIntegerField(default=0, db_default=0, help_text="a bit per other host seen linking here "
                                          "(its hash): counted once whichever process sees the link")
@@ -230,7 +233,7 @@ class Url(models.Model):
             models.Index(fields=["host", "state", "next_fetch_at"], name="url_host_due"),
             models.Index(fields=["state", "next_fetch_at"], name="url_state_due"),
             # Dispatch: a host's best queued URLs, read from the top (see _best_urls).
-            models.Index(fields=["host", "-priority", "id"], name="url_host_queue",
+            models.Index(fields=["host", "-score", "id"], name="url_host_queue",
                          condition=models.Q(state="queued")),
         ]
         constraints = [

@@ -77,7 +77,7 @@ def solve(sampled: list[tuple[str, int]], pages: int, first_looks: int, stored_p
           budget: float) -> tuple[float, list[float], float, float]:
     """The optimal policy's price, prior, planned spend (visits a second) and frequency of
     probes (belief.probing: censored pages looked at the shortest interval) from a sample of
-    (change_stats, priority) of `pages` observed pages, `first_looks` of them with nothing
+    (change_stats, score) of `pages` observed pages, `first_looks` of them with nothing
     known yet. Those are looked at by recrawl.first_look, not by the price: what their looks
     take (all of them within the shortest interval, at most CRAWLER_RECRAWL_EXPLORE_SHARE of
     the budget) is set aside, and the price spends the rest on the known pages. Probes share
@@ -86,7 +86,7 @@ def solve(sampled: list[tuple[str, int]], pages: int, first_looks: int, stored_p
     rates, freqs = recrawl._grid(), recrawl._frequencies()
     prior = belief.prior_from_text(stored_prior, rates) if stored_prior else belief.flat(rates)
     summaries = {text: changerate.from_text(text) for text, _ in sampled}
-    known = [(text, priority) for text, priority in sampled if recrawl.has_evidence(summaries[text])]
+    known = [(text, score) for text, score in sampled if recrawl.has_evidence(summaries[text])]
     logliks = {text: belief.log_likelihood(summaries[text], rates) for text, _ in known}
     prior = belief.fit_prior([logliks[text] for text, _ in known], prior, iterations=EM_ITERATIONS)
     low = recrawl._bounds()[0]
@@ -100,9 +100,9 @@ def solve(sampled: list[tuple[str, int]], pages: int, first_looks: int, stored_p
     probing = scale * sum(1 for text, _ in known if curves[text][1] is not None and curves[text][1][0] > 0.0)
     probe = min(freqs[-1], (settings.CRAWLER_RECRAWL_EXPLORE_SHARE * budget - looks) / probing) if probing else freqs[-1]
     probe = max(probe, freqs[0])
-    pairs = [(curves[text][0], recrawl.weight_of(priority),
+    pairs = [(curves[text][0], recrawl.weight_of(score),
               None if curves[text][1] is None else (probe if curves[text][1][0] > 0.0 else 0.0, curves[text][1][1]))
-             for text, priority in known]
+             for text, score in known]
     price = belief.solve_price(pairs, freqs, max(0.0, budget - looks), scale=scale)
     planned = looks + scale * sum(belief.frequency(curve, freqs, weight, price, p) for curve, weight, p in pairs)
     return price, prior, planned, probe
@@ -120,8 +120,8 @@ def observed_counts() -> tuple[int, int]:
 
 
 def sample(size: int, pages: int) -> list[tuple[str, int]]:
-    """(change_stats, priority) of up to `size` observed pages (at random past that)."""
-    return [row[1:] for row in _at_random(size, pages, OBSERVED, ("change_stats", "priority"))]
+    """(change_stats, score) of up to `size` observed pages (at random past that)."""
+    return [row[1:] for row in _at_random(size, pages, OBSERVED, ("change_stats", "score"))]
 
 
 def _at_random(size: int, pages: int, states: tuple, columns: tuple[str, ...]) -> list[tuple]:
@@ -155,11 +155,11 @@ def move_sooner(now: datetime, pages: int) -> int:
     """Give CRAWLER_RECRAWL_RELEASE_BATCH fetched pages (at random) the plan's interval and
     move those it shortens by more than MOVE_BELOW. Returns how many moved."""
     rows = _at_random(settings.CRAWLER_RECRAWL_RELEASE_BATCH, pages, (UrlState.FETCHED,),
-                      ("url", "priority", "observed_at", "change_stats", "recrawl_interval", "next_fetch_at"))
+                      ("url", "score", "observed_at", "change_stats", "recrawl_interval", "next_fetch_at"))
     return _moved([move for move in (sooner(*row, now=now) for row in rows) if move])
 
 
-def sooner(url_id: int, url: str, priority: int, observed_at: datetime, change_stats: str,
+def sooner(url_id: int, url: str, score: int, observed_at: datetime, change_stats: str,
            interval: float | None, due: datetime | None, now: datetime) -> tuple | None:
     """(id, interval, next visit, the visit it counts from) when the plan in force shortens a
     fetched page's interval by more than MOVE_BELOW and brings its visit forward; None
@@ -168,7 +168,7 @@ def sooner(url_id: int, url: str, priority: int, observed_at: datetime, change_s
     if not interval or due is None or (settings.CRAWLER_RECRAWL_POLICY == "optimal"
                                        and not recrawl.has_evidence(stats)):
         return None  # not planned, or waiting for its first look (due at once)
-    before = recrawl.Before(url_id, url, priority, None, observed_at, change_stats, 0, None, interval)
+    before = recrawl.Before(url_id, url, score, None, observed_at, change_stats, 0, None, interval)
     wanted = recrawl.plan_interval(before, stats, False)
     when = max(now, observed_at + timedelta(seconds=wanted))
     return (url_id, wanted, when, observed_at) if wanted < MOVE_BELOW * interval and when < due else None
@@ -202,17 +202,17 @@ def _moved(moves: list[tuple[int, float, datetime, datetime]]) -> int:
 # --- the oracle (benchmarks): the true rates, row by row ------------------------------------
 
 def _oracle_plan(budget: float) -> changerate.Plan:
-    rows = Url.objects.filter(state__in=OBSERVED).exclude(observed_at=None).values_list("url", "priority")
+    rows = Url.objects.filter(state__in=OBSERVED).exclude(observed_at=None).values_list("url", "score")
     return oracle_solve(rows.iterator(chunk_size=5000), budget)
 
 
 def oracle_solve(pages, budget: float) -> changerate.Plan:
-    """The oracle's plan for (url, priority) pairs, by their true rates. Pure:
+    """The oracle's plan for (url, score) pairs, by their true rates. Pure:
     bench.recrawlsim calls it too."""
     low, high = recrawl._bounds()
     counts = Counter()
-    for url, priority in pages:
-        counts[(recrawl._rate_class(recrawl.oracle_rate(url, 0.0) * recrawl.DAY), priority)] += 1
-    groups = [changerate.Group(rate, recrawl.weight_of(priority), n) for (rate, priority), n in counts.items()]
+    for url, score in pages:
+        counts[(recrawl._rate_class(recrawl.oracle_rate(url, 0.0) * recrawl.DAY), score)] += 1
+    groups = [changerate.Group(rate, recrawl.weight_of(score), n) for (rate, score), n in counts.items()]
     return changerate.solve_price(groups, budget, min_interval=low, max_interval=high,
                                   explore_interval=settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL)

@@ -73,11 +73,11 @@ class QueuedUrl(NamedTuple):
     text_hash: str = ""  # the stored copy's text fingerprint (indexer/fingerprint.py)
     simhash: int | None = None
     kind: str = UrlKind.PAGE  # a page, or a link source (sitemap, feed)
-    priority: int = 0  # its importance score when leased (frontier/importance.py)
+    score: int = 0  # its importance score when leased (frontier/importance.py)
 
 
 QUEUED_FIELDS = ("id", "url", "depth", "redirect_hops", "attempts", "scopes", "etag", "last_modified",
-                  "content_hash", "payload_at", "text_hash", "simhash", "kind", "priority")
+                  "content_hash", "payload_at", "text_hash", "simhash", "kind", "score")
 
 
 @stagetime.timed("leases")

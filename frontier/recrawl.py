@@ -39,7 +39,7 @@ The interval of a URL, by CRAWLER_RECRAWL_POLICY:
   oracle    Cho & Garcia-Molina's optimum with the true rates (benchmarks only).
 Every interval is bounded by CRAWLER_RECRAWL_MIN_INTERVAL and _MAX_INTERVAL. Importance
 weighs in through the score (frontier/importance.py): weight = CRAWLER_RECRAWL_PRIORITY_WEIGHT
-** (priority / |CRAWLER_SCORE_DEPTH|), i.e. that factor per link of depth's worth of score.
+** (score / |CRAWLER_SCORE_DEPTH|), i.e. that factor per link of depth's worth of score.
 """
 
 import email.utils
@@ -72,7 +72,7 @@ RECHECKED = (UrlState.GONE, UrlState.DENIED, UrlState.HTTP_ERROR, UrlState.REDIR
 RELEASED_STATES = (*REVISITED, *RECHECKED, UrlState.BACKOFF)
 
 # What after_visit() needs of the URL row as it was before the visit.
-ROW_FIELDS = ("id", "url", "priority", "last_status", "observed_at", "change_stats", "observations",
+ROW_FIELDS = ("id", "url", "score", "last_status", "observed_at", "change_stats", "observations",
               "last_change_at", "recrawl_interval", "next_fetch_at")
 
 
@@ -82,7 +82,7 @@ class Before:
 
     id: int
     url: str
-    priority: int
+    score: int
     last_status: int | None
     observed_at: datetime | None
     change_stats: str
@@ -212,10 +212,10 @@ def _stated_age(value: str, now: datetime) -> float | None:
     return None if when is None or when.tzinfo is None else (now - when).total_seconds()
 
 
-def weight_of(priority: int) -> float:
+def weight_of(score: int) -> float:
     """The importance a score gives a page's freshness: CRAWLER_RECRAWL_PRIORITY_WEIGHT per
     link of depth's worth of score (|CRAWLER_SCORE_DEPTH| points, frontier/importance.py)."""
-    levels = priority / (abs(settings.CRAWLER_SCORE_DEPTH) or 10)
+    levels = score / (abs(settings.CRAWLER_SCORE_DEPTH) or 10)
     return settings.CRAWLER_RECRAWL_PRIORITY_WEIGHT ** max(-60.0, min(60.0, levels))
 
 
@@ -257,13 +257,13 @@ def plan_interval(before: Before, stats: changerate.ChangeStats, changed: bool,
                                             min_interval=low, max_interval=high)
     if policy == "oracle":
         rate = _rate_class(oracle_rate(before.url, 0.0) * DAY)
-        return changerate.interval_for(rate, weight_of(before.priority), plan, min_interval=low, max_interval=high)
+        return changerate.interval_for(rate, weight_of(before.score), plan, min_interval=low, max_interval=high)
     if not has_evidence(stats):
         return first_look(before.url, plan)
     if plan.provisional:  # no price yet (the crawl's first minutes): a day, until the first plan
         return min(max(settings.CRAWLER_RECRAWL_EXPLORE_INTERVAL, low), high)
     post = post if post is not None else believed(stats)
-    weight = weight_of(before.priority)
+    weight = weight_of(before.score)
     curve = belief.value_curve(post, _grid(), _frequencies())
     # Changed at every visit, undated (censored): a rate of at least about 1/interval, and no
     # more is known. Planned by its posterior, such a page stays at the interval where

@@ -1,6 +1,6 @@
 """Figures about the frontier for /metrics and the dashboard, in as few scans as possible.
 
-The URL table is the big one (millions of rows): the counts by state, status, priority,
+The URL table is the big one (millions of rows): the counts by state, status, score,
 outcome and recent window all come out of ONE grouped scan; the host table gets one
 aggregate query plus one for hosts ready now. The dashboard's lists (top hosts, recent
 errors) add four queries restricted to fetched, failed or gone URLs. Host health (the hosts
@@ -32,11 +32,11 @@ ERROR_STATES = (UrlState.FAILED, UrlState.DENIED, UrlState.HTTP_ERROR, UrlState.
 RETRYING = Q(state=UrlState.QUEUED, attempts__gt=0)
 
 
-def _by_band(by_priority: Counter) -> dict[str, int]:
+def _by_band(by_score: Counter) -> dict[str, int]:
     """Queued URLs by score band (frontier/importance.py), best first."""
     bands = Counter()
-    for priority, n in by_priority.items():
-        bands[importance.score_band(int(priority))] += n
+    for score, n in by_score.items():
+        bands[importance.score_band(int(score))] += n
     return {name: bands[band] for band, name in enumerate(BAND_NAMES)}
 
 
@@ -44,21 +44,21 @@ def url_figures() -> dict:
     now = timezone.now()
     windows = {name: Count("id", filter=Q(last_fetched_at__gte=now - timedelta(seconds=s)))
                for name, s in RECENT_WINDOWS.items()}
-    queued_priority = Case(When(state=UrlState.QUEUED, then="priority"), output_field=IntegerField())
+    queued_score = Case(When(state=UrlState.QUEUED, then="score"), output_field=IntegerField())
     rows = (Url.objects.order_by().values("state", "last_status", "outcome")
-            .annotate(queued_priority=queued_priority, n=Count("id"),
+            .annotate(queued_score=queued_score, n=Count("id"),
                       due=Count("id", filter=Q(state=UrlState.QUEUED, next_fetch_at__lte=now)),
                       retrying=Count("id", filter=Q(state=UrlState.QUEUED, attempts__gt=0)),
                       fetched=Count("id", filter=Q(last_fetched_at__isnull=False)), **windows))
-    by_state, by_status, by_priority, errors = Counter(), Counter(), Counter(), Counter()
+    by_state, by_status, by_score, errors = Counter(), Counter(), Counter(), Counter()
     fetched, due, retrying, recent = 0, 0, 0, Counter()
     for row in rows:
         n = row["n"]
         by_state[row["state"]] += n
         if row["last_status"] is not None:
             by_status[str(row["last_status"])] += n
-        if row["queued_priority"] is not None:
-            by_priority[str(row["queued_priority"])] += n
+        if row["queued_score"] is not None:
+            by_score[str(row["queued_score"])] += n
         if row["outcome"] and (row["state"] in ERROR_STATES or row["retrying"]):
             errors[row["outcome"]] += n if row["state"] in ERROR_STATES else row["retrying"]
         fetched += row["fetched"]
@@ -73,8 +73,8 @@ def url_figures() -> dict:
         "fetched": fetched,
         "fetched_recently": {name: recent[name] for name in RECENT_WINDOWS},
         "pages_per_second": {name: round(recent[name] / s, 3) for name, s in RECENT_WINDOWS.items()},
-        "queued_by_priority": dict(sorted(by_priority.items(), key=lambda kv: -int(kv[0]))),
-        "queued_by_band": _by_band(by_priority),
+        "queued_by_score": dict(sorted(by_score.items(), key=lambda kv: -int(kv[0]))),
+        "queued_by_band": _by_band(by_score),
         "queued_due_now": due,
         "retrying": retrying,
         "errors_by_kind": dict(errors.most_common()),

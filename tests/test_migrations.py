@@ -166,9 +166,11 @@ def test_rows_written_as_each_table_was_first_created_still_insert(django_db_blo
         except LookupError:
             continue
         columns, values = [], []
-        current = {f.name: f for f in model._meta.concrete_fields}
-        for field_name, _ in state.fields.items():
-            field = current.get(field_name)
+        # By column, as the old release's INSERT names them (a field renamed in Python only,
+        # Url.priority -> score, keeps its column).
+        current = {f.column: f for f in model._meta.concrete_fields}
+        for field_name, first in state.fields.items():
+            field = current.get(first.db_column or (f"{field_name}_id" if first.many_to_one or first.one_to_one else field_name))
             if field is None or (field.primary_key and field.get_internal_type() in ("AutoField", "BigAutoField")):
                 continue
             columns.append(field.column)

@@ -57,7 +57,7 @@ class Page:
     rate: float                 # changes per simulated day
     events: tuple[float, ...]   # real seconds (crawl clock) of its changes
     validators: bool
-    priority: int
+    score: int
     row: dict = field(default_factory=dict)
     state: str = "new"          # new, fetched, queued
     seen_version: int = 0       # the version the last visit saw
@@ -191,7 +191,7 @@ class Simulation:
             observation = Observation.CHANGED
         else:
             observation = Observation.NOT_MODIFIED if page.validators else Observation.UNCHANGED
-        before = recrawl.Before(id=0, url=page.url, priority=page.priority, last_status=200,
+        before = recrawl.Before(id=0, url=page.url, score=page.score, last_status=200,
                                 observed_at=row.get("observed_at"), change_stats=row.get("change_stats", ""),
                                 observations=row.get("observations", 0), last_change_at=row.get("last_change_at"),
                                 recrawl_interval=row.get("recrawl_interval"), next_fetch_at=row.get("next_fetch_at"))
@@ -213,12 +213,12 @@ class Simulation:
         first_looks = sum(1 for p in observed if not p.row.get("change_stats"))  # planning.observed_counts
         price, prior, probe = 0.0, (), None
         if policy == "optimal":
-            price, fitted, _, probe = planning.solve([(p.row["change_stats"], p.priority) for p in observed], pages,
+            price, fitted, _, probe = planning.solve([(p.row["change_stats"], p.score) for p in observed], pages,
                                               first_looks, self.prior_text, budget)
             self.prior_text = belief.prior_to_text(recrawl._grid(), fitted, probe)
             prior = tuple(fitted)
         elif policy == "oracle":
-            price = planning.oracle_solve(((p.url, p.priority) for p in observed), budget).price
+            price = planning.oracle_solve(((p.url, p.score) for p in observed), budget).price
         self.plan = recrawl.PlanView(math.inf if pages == 0 else price, 0.0, pages, prior, first_looks, probe)
         if policy == "adaptive" or not pages:
             return
@@ -227,7 +227,7 @@ class Simulation:
             row = p.row
             if p.state != "fetched":
                 continue
-            move = planning.sooner(0, p.url, p.priority, row["observed_at"], row.get("change_stats", ""),
+            move = planning.sooner(0, p.url, p.score, row["observed_at"], row.get("change_stats", ""),
                                    row.get("recrawl_interval"), row.get("next_fetch_at"), now=now)
             if move:
                 row.update(recrawl_interval=move[1], next_fetch_at=move[2])

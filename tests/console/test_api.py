@@ -480,7 +480,7 @@ def test_trusted_domains_are_listed_reweighed_and_dropped(api):
     from frontier.models import Url
 
     service.add_urls([service.Candidate("http://www.docs.example.org/a/b", 2)])
-    assert Url.objects.get(url="http://www.docs.example.org/a/b").priority == -20 + 90
+    assert Url.objects.get(url="http://www.docs.example.org/a/b").score == -20 + 90
 
 
 @pytest.mark.parametrize("payload, message", [

@@ -109,15 +109,15 @@ def test_the_dashboard_renders_its_charts_and_refreshes_itself(live_server, brow
     charts = page.evaluate("""() => Object.entries(window.dashboard.charts).map(([id, c]) => ({
         id, type: c.config.type, points: c.data.datasets.reduce((n, d) => n + d.data.filter(v => v).length, 0),
         width: c.width, height: c.height}))""")
-    assert {c["id"] for c in charts} == {"chart-rate", "chart-status", "chart-priority", "chart-top-pages",
+    assert {c["id"] for c in charts} == {"chart-rate", "chart-status", "chart-score", "chart-top-pages",
                                          "chart-top-errors", "chart-top-gone", "chart-errors"}
     assert all(c["points"] > 0 and c["width"] > 100 and c["height"] > 100 for c in charts), charts
-    # Counts on the status chart, priorities in words, whole numbers on every count axis.
+    # Counts on the status chart, score bands in words, whole numbers on every count axis.
     status = page.evaluate("() => window.dashboard.charts['chart-status'].data.labels")
     assert status == ["200 OK · 12", "404 Not Found · 1"]
-    priorities = page.evaluate("() => window.dashboard.charts['chart-priority'].data.labels")
-    assert priorities == ["middle"]  # score bands with URLs queued: every one here scores 0 or 10
-    ticks = page.evaluate("""() => ({priority: window.dashboard.charts['chart-priority'].scales.y.ticks.map(t => t.value),
+    bands = page.evaluate("() => window.dashboard.charts['chart-score'].data.labels")
+    assert bands == ["middle"]  # score bands with URLs queued: every one here scores 0 or 10
+    ticks = page.evaluate("""() => ({score: window.dashboard.charts['chart-score'].scales.y.ticks.map(t => t.value),
         errors: window.dashboard.charts['chart-top-errors'].scales.x.ticks.map(t => t.value),
         queue: window.dashboard.charts['chart-rate'].scales.queue.ticks.map(t => t.value)})""")
     assert all(len(values) > 1 and all(float(v).is_integer() for v in values) for values in ticks.values()), ticks
@@ -196,7 +196,7 @@ def test_a_new_crawl_says_it_has_no_data_yet_and_a_stalled_one_says_so(live_serv
     context, page = open_dashboard(browser, live_server, staff_cookie)
     assert page.get_attribute("#crawl-state", "data-state") == "idle"
     empty = page.evaluate("""() => [...document.querySelectorAll('figure.empty')].map(f => f.querySelector('canvas').id)""")
-    assert set(empty) == {"chart-rate", "chart-status", "chart-priority", "chart-top-pages", "chart-top-errors",
+    assert set(empty) == {"chart-rate", "chart-status", "chart-score", "chart-top-pages", "chart-top-errors",
                           "chart-top-gone", "chart-errors"}
     assert page.evaluate("""() => getComputedStyle(document.getElementById('chart-rate').closest('figure'),
         '::after').content""").startswith('"no data yet')

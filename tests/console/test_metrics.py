@@ -82,8 +82,8 @@ def test_the_json_figures_count_what_is_in_the_frontier(client, auth, crawl_stat
     assert urls["pages_per_second"]["1m"] == 0.1
     # a.test/4..9 and b.test/y minus a.test/4 (gone): queued are a.test/5..9 and b.test/y
     # scores: one path segment (+10), depth 0, 1, 2 (0, -10, -20)
-    assert urls["queued_by_priority"] == {"10": 3, "0": 1, "-10": 2}
-    assert list(urls["queued_by_priority"]) == ["10", "0", "-10"]  # best first
+    assert urls["queued_by_score"] == {"10": 3, "0": 1, "-10": 2}
+    assert list(urls["queued_by_score"]) == ["10", "0", "-10"]  # best first
     assert urls["queued_by_band"] == {"high": 0, "middle": 6, "low": 0}
     assert urls["queued_due_now"] == 5 and urls["retrying"] == 1
     assert urls["errors_by_kind"] == {"http_503": 1, "timeout": 1}  # a.test/4 is gone (404): no error

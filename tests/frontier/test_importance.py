@@ -73,22 +73,22 @@ def url(address):
 
 def test_admission_scores_new_urls_and_counts_each_other_host_once():
     service.add_seeds(["http://a.test/"], service.ScopeSpec("web"))
-    assert url("http://a.test/").priority == 40
+    assert url("http://a.test/").score == 40
     links = [service.Candidate("http://a.test/deep/page", 3, via="http://a.test")]  # a link from its own host
     service.add_urls(links)
-    assert (url("http://a.test/deep/page").priority, url("http://a.test/deep/page").inlink_hosts) == (-30, 0)
+    assert (url("http://a.test/deep/page").score, url("http://a.test/deep/page").inlink_hosts) == (-30, 0)
     # Found again from another host (twice from one of them, in two batches): +12 per host.
     for via in ("http://b.test", "http://b.test", "http://c.test:8080"):
         service.add_urls([service.Candidate("http://a.test/deep/page", 4, via=via)])
     service.flush_inlinks()  # held in the process until due (frontier/inlinks.py)
     page = url("http://a.test/deep/page")
-    assert (page.inlink_hosts, page.priority, page.depth) == (2, -30 + 24, 3)
+    assert (page.inlink_hosts, page.score, page.depth) == (2, -30 + 24, 3)
     # A new URL linked from two other hosts in one batch starts with both (and is a section root).
     service.add_urls([service.Candidate("http://a.test/new", 2, via=via) for via in ("http://b.test", "http://d.test")])
-    assert (url("http://a.test/new").inlink_hosts, url("http://a.test/new").priority) == (2, -20 + 10 + 24)
+    assert (url("http://a.test/new").inlink_hosts, url("http://a.test/new").score) == (2, -20 + 10 + 24)
     # Found by a shorter path: the depth part moves with the depth.
     service.add_urls([service.Candidate("http://a.test/new", 1)])
-    assert (url("http://a.test/new").depth, url("http://a.test/new").priority) == (1, -10 + 10 + 24)
+    assert (url("http://a.test/new").depth, url("http://a.test/new").score) == (1, -10 + 10 + 24)
 
 
 def test_a_hosts_standing_counts_each_other_host_linking_to_any_of_its_pages_once(admin_client):
@@ -130,8 +130,8 @@ def test_a_link_every_process_sees_counts_once_for_the_url_and_for_its_host():
                           service.Candidate("http://a.test/r/s", 2, via="http://b.test"),
                           service.Candidate("http://a.test/r/s", 2, via="http://c.test:8080")])
         service.flush_inlinks()  # what each process held, counted before it "ends"
-    assert (url("http://a.test/p/q").inlink_hosts, url("http://a.test/p/q").priority) == (1, -20 + 12)
-    assert (url("http://a.test/r/s").inlink_hosts, url("http://a.test/r/s").priority) == (2, -20 + 24)
+    assert (url("http://a.test/p/q").inlink_hosts, url("http://a.test/p/q").score) == (1, -20 + 12)
+    assert (url("http://a.test/r/s").inlink_hosts, url("http://a.test/r/s").score) == (2, -20 + 24)
     assert url("http://a.test/r/s").inlink_bits == importance.referrer_mask(["http://b.test", "http://c.test:8080"])
     assert Host.objects.get(origin="http://a.test").referring_hosts == 2
     host = Host.objects.get(origin="http://a.test")
@@ -165,7 +165,7 @@ def test_urls_whose_score_takes_no_more_links_are_named_so_they_are_not_sent_aga
     assert url("http://a.test/fetched/x").inlink_hosts == 0
     # the same bits again: counted already, nothing written, and the URL still open
     raised, closed = bulk.add_inlinks({key["open"]: importance.referrer_mask(["http://z.test"])}, 12, 5)
-    assert (raised, closed, url("http://a.test/open/x").priority) == ([], [], -20 + 12)
+    assert (raised, closed, url("http://a.test/open/x").score) == ([], [], -20 + 12)
 
 
 def _two_origins_on_one_bit():
@@ -188,7 +188,7 @@ def test_a_host_band_rises_with_its_best_url_and_falls_as_sessions_take_them():
     assert host.band == 0  # -40 + 60: the best URL it has waiting
     leases = service.lease_ready_hosts("t", 10)
     assert [len(lease.url_ids) for lease in leases] == [2]
-    assert Url.objects.filter(id__in=leases[0].url_ids).order_by("-priority")[0].url == "http://h.test/x/y/w"
+    assert Url.objects.filter(id__in=leases[0].url_ids).order_by("-score")[0].url == "http://h.test/x/y/w"
     host.refresh_from_db()
     assert host.band == 2  # what is left is no better than the worst URL taken
 
@@ -279,7 +279,7 @@ def test_a_waiting_url_a_sitemap_lists_later_gains_its_hint_even_when_the_seen_c
     """Pages often link a URL before the host's sitemap is read: the listing still counts."""
     service.add_urls([service.Candidate("http://a.test/s/p7.html", 2, via="http://a.test")])
     before = url("http://a.test/s/p7.html")
-    assert (before.priority, before.hint) == (-20, 0)
+    assert (before.score, before.hint) == (-20, 0)
     from frontier import seen
     from frontier.normalize import normalize
 
@@ -289,11 +289,11 @@ def test_a_waiting_url_a_sitemap_lists_later_gains_its_hint_even_when_the_seen_c
     hint = service.sitemap_hint(1.0)
     result = service.add_urls([service.Candidate("http://a.test/s/p7.html", 2, hint=hint)])  # from the sitemap
     after = url("http://a.test/s/p7.html")
-    assert (result.admitted, after.hint, after.priority) == (0, hint, -20 + hint)
+    assert (result.admitted, after.hint, after.score) == (0, hint, -20 + hint)
     # Listed again with a lower <priority>: nothing moves; found again by a link: nothing either.
     service.add_urls([service.Candidate("http://a.test/s/p7.html", 2, hint=service.sitemap_hint(0.1))])
     service.add_urls([service.Candidate("http://a.test/s/p7.html", 2)])
-    assert (url("http://a.test/s/p7.html").hint, url("http://a.test/s/p7.html").priority) == (hint, -20 + hint)
+    assert (url("http://a.test/s/p7.html").hint, url("http://a.test/s/p7.html").score) == (hint, -20 + hint)
 
 
 def test_a_session_swaps_in_its_hosts_better_urls_when_its_process_stores_one(settings):
@@ -304,7 +304,7 @@ def test_a_session_swaps_in_its_hosts_better_urls_when_its_process_stores_one(se
     settings.CRAWLER_SESSION_REFRESH_URLS, settings.CRAWLER_SESSION_MAX_URLS = 3, 6
     lease = service.Lease(host_id=1, token="t", url_ids=[], origin="http://a.test")
     view = service.HostView(1, "http://a.test", None, 404, "", "", None, None)
-    carried = [service.QueuedUrl(i, f"http://a.test/{i}", 2, 0, 0, "", priority=p)
+    carried = [service.QueuedUrl(i, f"http://a.test/{i}", 2, 0, 0, "", score=p)
                for i, p in zip(range(1, 7), (30, 20, 10, 0, -10, -20))]
     sent = []
     session = HostSession(lease, view, carried, sink=sent.append)
@@ -322,9 +322,9 @@ def test_a_session_swaps_in_its_hosts_better_urls_when_its_process_stores_one(se
     assert len(sent) == 1
     # The answer: a new URL (15), one it carries whose score rose (id 5: -10 -> 25), and the
     # one it fetched already (never again).
-    session.better.append([service.QueuedUrl(9, "http://a.test/9", 2, 0, 0, "", priority=15),
-                           service.QueuedUrl(5, "http://a.test/5", 2, 0, 0, "", priority=25),
-                           service.QueuedUrl(1, "http://a.test/1", 2, 0, 0, "", priority=30)])
+    session.better.append([service.QueuedUrl(9, "http://a.test/9", 2, 0, 0, "", score=15),
+                           service.QueuedUrl(5, "http://a.test/5", 2, 0, 0, "", score=25),
+                           service.QueuedUrl(1, "http://a.test/1", 2, 0, 0, "", score=30)])
     session._swap_in_better()
     assert [queued.id for queued in session.urls] == [5, 2, 9, 3, 4]  # the worst (id 6, -20) let go
     assert session.taken == {1, 2, 3, 4, 5, 9} and not session.refreshing
@@ -369,7 +369,7 @@ def test_a_url_a_sitemap_lists_counts_as_two_links_below_it_until_a_link_finds_i
     assert {path: rows[path].state for path in listed} == dict.fromkeys(listed, "fetched")
     hint = importance.sitemap_hint(None)
     assert rows["/sitemap.xml"].depth == 0  # named by the robots.txt of the seed's host
-    assert {path: (rows[path].depth, rows[path].priority) for path in listed[1:]} == {
+    assert {path: (rows[path].depth, rows[path].score) for path in listed[1:]} == {
         "/news/": (1, -10 + 10 + hint),  # a link from the home: shallower than the listing
         "/news/latest.html": (2, -20 + hint),  # two links down either way
         "/news/1.html": (2, -20 + hint),  # linked three links down, listed two

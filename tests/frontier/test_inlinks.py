@@ -25,13 +25,13 @@ def test_links_from_other_hosts_wait_until_enough_are_held_then_go_in_one_statem
     with CaptureQueriesContext(connection) as queries:
         # One pair for a URL and one for its host: held, nothing written.
         result = service.add_urls([service.Candidate("http://a.test/x/1", 2, via="http://b.test")])
-        assert (url("http://a.test/x/1").inlink_hosts, url("http://a.test/x/1").priority) == (0, -20)
+        assert (url("http://a.test/x/1").inlink_hosts, url("http://a.test/x/1").score) == (0, -20)
         assert Host.objects.get(origin="http://a.test").referring_hosts == 0 and result.raised == {}
         # Two URLs and two hosts' pairs held: due, counted with this batch.
         result = service.add_urls([service.Candidate("http://a.test/x/1", 2, via="http://c.test"),
                                    service.Candidate("http://a.test/x/2", 2, via="http://b.test")])
-    assert (url("http://a.test/x/1").inlink_hosts, url("http://a.test/x/1").priority) == (2, -20 + 24)
-    assert (url("http://a.test/x/2").inlink_hosts, url("http://a.test/x/2").priority) == (1, -20 + 12)
+    assert (url("http://a.test/x/1").inlink_hosts, url("http://a.test/x/1").score) == (2, -20 + 24)
+    assert (url("http://a.test/x/2").inlink_hosts, url("http://a.test/x/2").score) == (1, -20 + 12)
     assert Host.objects.get(origin="http://a.test").referring_hosts == 2
     host_id = Host.objects.get(origin="http://a.test").id
     assert result.raised == {host_id: -20 + 24}  # the sessions of a.test may swap x/1 in
@@ -68,7 +68,7 @@ def test_a_url_linked_from_several_hosts_meanwhile_is_written_once_with_all_of_t
         service.add_urls([service.Candidate("http://a.test/x/1", 2, via=f"http://v{n}.test")])
     with CaptureQueriesContext(connection) as queries:
         service.flush_inlinks()
-    assert (url("http://a.test/x/1").inlink_hosts, url("http://a.test/x/1").priority) == (7, -20 + 60)
+    assert (url("http://a.test/x/1").inlink_hosts, url("http://a.test/x/1").score) == (7, -20 + 60)
     assert Host.objects.get(origin="http://a.test").referring_hosts == 7
     if connection.vendor == "postgresql":
         assert sum("inlink_bits = " in q["sql"] for q in queries.captured_queries) == 1

@@ -16,7 +16,7 @@ from ..crawl_helpers import until_a_backend_waits_for_a_lock
 
 def _urls(states):
     host = Host.objects.create(origin="http://a.test")
-    return [Url.objects.create(url=f"http://a.test/{n}", url_key=1000 + n, host=host, depth=n, priority=-10 * n,
+    return [Url.objects.create(url=f"http://a.test/{n}", url_key=1000 + n, host=host, depth=n, score=-10 * n,
                                state=state, outcome="trap" if n % 2 else "")
             for n, state in enumerate(states)]
 
@@ -37,10 +37,10 @@ def test_only_rows_in_the_state_change_and_their_ids_come_back_in_order():
 def test_rows_named_by_key_with_a_where_and_an_expression():
     rows = _urls(["queued"] * 4 + ["fetched"])
     keys = [row.url_key for row in rows]
-    changed = instate.update_in_state(UrlState.QUEUED, dict(depth=1, priority=F("priority") - 10 * (1 - F("depth"))),
+    changed = instate.update_in_state(UrlState.QUEUED, dict(depth=1, score=F("score") - 10 * (1 - F("depth"))),
                                       keys=keys, where={"depth__gt": 1})
     assert changed == [rows[2].id, rows[3].id]  # depth 0 and 1 are not deeper; the fetched one is not queued
-    assert list(Url.objects.order_by("id").values_list("depth", "priority")) == [
+    assert list(Url.objects.order_by("id").values_list("depth", "score")) == [
         (0, 0), (1, -10), (1, -10), (1, -10), (4, -40)]
     changed = instate.update_in_state([UrlState.QUEUED, UrlState.FETCHED], dict(outcome="odd"), keys=keys,
                                       where={"outcome": "trap"})

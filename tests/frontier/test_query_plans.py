@@ -63,7 +63,7 @@ def urls_of_hosts_h(per_host: int) -> str:
 def urls(tables_of_its_own):
     """20,000 URLs of one host, one in 50 queued."""
     host = Host.objects.create(origin="http://a.test")
-    first = Url.objects.create(url="http://a.test/0", url_key=1, host=host, depth=2, priority=-20, state="queued")
+    first = Url.objects.create(url="http://a.test/0", url_key=1, host=host, depth=2, score=-20, state="queued")
     _copies(first, {"url": "'http://a.test/' || n", "url_key": "n + 1", "url_hash": "NULL",
                     "state": "CASE WHEN n %% 50 = 0 THEN 'queued' ELSE 'fetched' END"}, SERIES)
     return host
@@ -226,7 +226,7 @@ def hosts_half_exhausted(tables_of_its_own):
 
     hosts = Host.objects.bulk_create([Host(origin=f"http://h{n}.test", next_fetch_at=timezone.now() - timedelta(hours=1))
                                       for n in range(200)])
-    first = Url.objects.create(url="http://h0.test/0", url_key=1, host=hosts[0], depth=1, priority=-10, state="queued")
+    first = Url.objects.create(url="http://h0.test/0", url_key=1, host=hosts[0], depth=1, score=-10, state="queued")
     _copies(first, {"url": "host.origin || '/' || k %% 100", "url_key": "k + 1", "host_id": "host.id",
                     "state": "CASE WHEN k / 100 %% 2 = 0 THEN 'queued' ELSE 'fetched' END"}, urls_of_hosts_h(100))
     return hosts

@@ -242,7 +242,7 @@ def test_a_rotating_sponsor_word_is_noise_by_the_words_it_moves_and_a_new_senten
 
 
 def _before(now, **fields):
-    values = dict(id=0, url="http://x/", priority=0, last_status=200, observed_at=now - timedelta(hours=5),
+    values = dict(id=0, url="http://x/", score=0, last_status=200, observed_at=now - timedelta(hours=5),
                   change_stats="", observations=5, last_change_at=None, recrawl_interval=3600.0, next_fetch_at=None)
     return recrawl.Before(**(values | fields))
 
@@ -332,7 +332,7 @@ def test_a_page_changed_at_every_undated_visit_probes_a_few_times_then_is_hopele
     # a dated change is no censored observation: planned by its posterior at once
     assert not belief.censored(_seen(*daily[:2], (86400.0, True, 40000.0)))
     # importance raises the threshold: a page weighty enough is chased however fast
-    weighty = _before(timezone.now(), priority=300)
+    weighty = _before(timezone.now(), score=300)
     assert recrawl.plan_interval(weighty, _seen(*probed), True) < high / 10
 
 
@@ -749,8 +749,8 @@ def test_the_plan_spends_the_budget_within_the_bounds(site, settings, monkeypatc
     plan = frontier.plan_recrawl(now=now)
     assert plan.pages == 40 and 0 < plan.price and plan.prior
     intervals = {}
-    for url, stats, priority in Url.objects.values_list("url", "change_stats", "priority"):
-        before = recrawl.Before(0, url, priority, None, now, stats, 30, None, 300.0)
+    for url, stats, score in Url.objects.values_list("url", "change_stats", "score"):
+        before = recrawl.Before(0, url, score, None, now, stats, 30, None, 300.0)
         intervals[url] = recrawl.plan_interval(before, changerate.from_text(stats), False)
     assert sum(1 / i for i in intervals.values()) == pytest.approx(2.0, rel=0.02)  # the budget is spent, not more
     assert all(1.0 <= i <= 300.0 for i in intervals.values())
@@ -770,8 +770,8 @@ def test_the_plan_spends_the_budget_within_the_bounds(site, settings, monkeypatc
     cheaper = frontier.plan_recrawl(now=later)
     assert 0 < cheaper.price < plan.price
     wanted = {}
-    for url, stats, priority in Url.objects.filter(state="fetched").values_list("url", "change_stats", "priority"):
-        before = recrawl.Before(0, url, priority, None, now, stats, 30, None, 300.0)
+    for url, stats, score in Url.objects.filter(state="fetched").values_list("url", "change_stats", "score"):
+        before = recrawl.Before(0, url, score, None, now, stats, 30, None, 300.0)
         wanted[url] = recrawl.plan_interval(before, changerate.from_text(stats), False)
     sooner = {url for url, seconds in wanted.items() if seconds < 0.9 * 300.0}
     moved = dict(Url.objects.filter(next_fetch_at__lt=now + timedelta(seconds=299)).values_list(
@@ -816,10 +816,10 @@ def test_the_plan_samples_a_large_crawl_and_spends_its_budget(settings):
                  for p in (0.0, 0.05, 0.3, 0.9) for _ in range(4)]
     Url.objects.bulk_create([Url(
         url=f"http://plan.test/{i}", url_key=i, host=host, state=rng.choice(("fetched", "fetched", "queued", "gone")),
-        priority=rng.choice((-10, -20, 5, 40)), change_stats=rng.choice(summaries), observations=3,
+        score=rng.choice((-10, -20, 5, 40)), change_stats=rng.choice(summaries), observations=3,
         observed_at=now - timedelta(hours=rng.uniform(0, 48)), recrawl_interval=86400.0,
         next_fetch_at=now + timedelta(days=rng.uniform(0, 30))) for i in range(6000)])
-    observed = list(Url.objects.filter(state__in=("fetched", "queued")).values_list("url", "change_stats", "priority"))
+    observed = list(Url.objects.filter(state__in=("fetched", "queued")).values_list("url", "change_stats", "score"))
     assert planning.observed_counts() == (len(observed), 0)
     states = dict(Url.objects.values_list("id", "state"))
     picked = planning._at_random(1000, len(observed), planning.OBSERVED, ())
@@ -830,9 +830,9 @@ def test_the_plan_samples_a_large_crawl_and_spends_its_budget(settings):
     assert sum(url_id > middle for url_id, in picked) == pytest.approx(500, abs=80)  # the high ids as often
 
     def spend():  # revisits a day, every observed page at the plan's interval
-        return 86400 * sum(1 / recrawl.plan_interval(recrawl.Before(0, url, priority, None, now, text, 3, None, None),
+        return 86400 * sum(1 / recrawl.plan_interval(recrawl.Before(0, url, score, None, now, text, 3, None, None),
                                                      changerate.from_text(text), False)
-                           for url, text, priority in observed)
+                           for url, text, score in observed)
 
     settings.CRAWLER_RECRAWL_PLAN_SAMPLE = 10_000
     plan = planning.plan_recrawl(now=now)

@@ -38,7 +38,7 @@ def test_a_shorter_path_still_reaches_the_database_and_lowers_the_depth(settings
     with CaptureQueriesContext(connection) as shorter:
         result = add_urls([Candidate(LINKS[0], depth=2)])
     assert result.known == 1 and url_statements(shorter.captured_queries)
-    assert Url.objects.get().depth == 2 and Url.objects.get().priority == 2 * settings.CRAWLER_SCORE_DEPTH
+    assert Url.objects.get().depth == 2 and Url.objects.get().score == 2 * settings.CRAWLER_SCORE_DEPTH
 
 
 def test_a_link_found_under_another_scope_widens_the_scopes_of_the_known_url():

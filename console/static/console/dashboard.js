@@ -191,7 +191,7 @@
 
     // frontier/importance.py: dispatch draws hosts by band; a band with nothing queued is left out
     const bands = ["high", "middle", "low"].filter((b) => urls.queued_by_band[b]);
-    setBars("chart-priority", bands, bands.map((b) => urls.queued_by_band[b]), "queued URLs");
+    setBars("chart-score", bands, bands.map((b) => urls.queued_by_band[b]), "queued URLs");
     setBars("chart-top-pages", m.top_hosts.by_pages.map((h) => h.host), m.top_hosts.by_pages.map((h) => h.count), "pages", palette[1], true);
     setBars("chart-top-errors", m.top_hosts.by_errors.map((h) => h.host), m.top_hosts.by_errors.map((h) => h.count), "URLs with errors", palette[3], true);
     const gone = m.top_hosts.by_gone || [];  // a sample taken before gone pages were counted apart has none
