@@ -57,14 +57,21 @@ class ContentFingerprint(models.Model):
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
 
 
-class SimhashBand(models.Model):
+class SimhashBlock(models.Model):
     """The near-duplicate lookup (indexer/neardup.py): each indexed document's 64-bit SimHash
-    cut into CRAWLER_NEAR_DUPLICATE_BITS + 1 bands. Two SimHashes at most that many bits
-    apart agree exactly on at least one band (the pigeonhole argument of Manku, Jain & Das
-    Sarma, WWW 2007), so a page's candidates are the rows sharing one of its bands."""
+    cut into CRAWLER_NEAR_DUPLICATE_BITS + 1 blocks. Two SimHashes at most that many bits
+    apart agree exactly on at least one block (the pigeonhole argument of Manku, Jain & Das
+    Sarma, WWW 2007), so a page's candidates are the rows sharing one of its blocks.
 
-    band = models.BigIntegerField(db_index=True, help_text="band number << 32 | the band's bits")
+    Named "band" until issue 52 (a word the frontier's score bands use): the table and the
+    column keep their first names, so the previous release's workers keep writing them while
+    an upgrade rolls out (STYLE.md 15)."""
+
+    block = models.BigIntegerField(db_index=True, db_column="band", help_text="block number << 32 | the block's bits")
     simhash = models.BigIntegerField()
     text_hash = models.CharField(max_length=32, blank=True, default="",
                                  help_text="of the normalized text: with 0 bits the texts must be equal")
     document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        db_table = "indexer_simhashband"

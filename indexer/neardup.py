@@ -13,8 +13,9 @@ true near-duplicates (release notes of two versions differing in their version n
 Texts shorter than CRAWLER_NEAR_DUPLICATE_MIN_WORDS are not compared: a few words say too
 little, and a shared template would make short pages look alike.
 
-Lookup: k + 1 bands of the 64 bits (SimhashBand); two SimHashes at most k bits apart agree
-on one band at least, so one indexed lookup of a batch's bands finds every candidate, and
+Lookup: k + 1 blocks of the 64 bits (SimhashBlock; Manku et al.'s word, and not to be
+confused with the frontier's score bands); two SimHashes at most k bits apart agree on one
+block at least, so one indexed lookup of a batch's blocks finds every candidate, and
 the Hamming distance decides. Within a batch the first page (lowest document id) is the
 original. Two workers storing near-duplicates in the same instant may both index theirs
 (the exact-duplicate test has the primary key to decide; this test is best effort).
@@ -26,9 +27,10 @@ from django.db import connection
 from common.bulksql import in_chunks, marks
 
 from .fingerprint import hamming
-from .models import SimhashBand
+from .models import SimhashBlock
 
-_BANDS = SimhashBand._meta.db_table
+_BLOCKS = SimhashBlock._meta.db_table
+_KEY = SimhashBlock._meta.get_field("block").column  # the column keeps its first name, `band`
 _MASK64 = (1 << 64) - 1
 
 
@@ -36,8 +38,8 @@ def enabled() -> bool:
     return settings.CRAWLER_NEAR_DUPLICATE_BITS >= 0
 
 
-def bands(simhash: int, bits: int) -> list[int]:
-    """The bits + 1 band keys of a SimHash: band i's number in the high half, its bits below;
+def blocks(simhash: int, bits: int) -> list[int]:
+    """The bits + 1 block keys of a SimHash: block i's number in the high half, its bits below;
     with 0 bits the one key is the SimHash itself (equal texts have equal SimHashes)."""
     if bits == 0:
         return [simhash]
@@ -61,14 +63,14 @@ def originals(pages: dict[int, tuple[int, str]]) -> dict[int, int]:
     bits = settings.CRAWLER_NEAR_DUPLICATE_BITS
     if not pages or not enabled():
         return {}
-    keys = {document_id: bands(simhash, bits) for document_id, (simhash, _) in pages.items()}
-    stored: dict[int, list[tuple[int, int, str]]] = {}  # band key -> (document id, SimHash, text hash)
+    keys = {document_id: blocks(simhash, bits) for document_id, (simhash, _) in pages.items()}
+    stored: dict[int, list[tuple[int, int, str]]] = {}  # block key -> (document id, SimHash, text hash)
     with connection.cursor() as cursor:
         for chunk in in_chunks(sorted({key for page_keys in keys.values() for key in page_keys})):
-            cursor.execute(f"SELECT band, document_id, simhash, text_hash FROM {_BANDS} "
-                           f"WHERE band IN ({marks(len(chunk))})", chunk)
-            for band, document_id, simhash, text_hash in cursor.fetchall():
-                stored.setdefault(band, []).append((document_id, simhash, text_hash))
+            cursor.execute(f"SELECT {_KEY}, document_id, simhash, text_hash FROM {_BLOCKS} "
+                           f"WHERE {_KEY} IN ({marks(len(chunk))})", chunk)
+            for key, document_id, simhash, text_hash in cursor.fetchall():
+                stored.setdefault(key, []).append((document_id, simhash, text_hash))
     found = {}
     for document_id in sorted(pages):  # the batch's own pages join the lookup in id order
         simhash, text_hash = pages[document_id]
@@ -84,37 +86,37 @@ def originals(pages: dict[int, tuple[int, str]]) -> dict[int, int]:
 
 
 def remember(pages: dict[int, tuple[int, str]]) -> None:
-    """Index the bands of {document id: (SimHash, text hash)} of pages just indexed."""
+    """Index the blocks of {document id: (SimHash, text hash)} of pages just indexed."""
     if not pages or not enabled():
         return
     bits = settings.CRAWLER_NEAR_DUPLICATE_BITS
     rows = sorted((key, simhash, text_hash, document_id) for document_id, (simhash, text_hash) in pages.items()
-                  for key in bands(simhash, bits))
+                  for key in blocks(simhash, bits))
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":  # one statement for the batch
-            cursor.execute(f"INSERT INTO {_BANDS} (band, simhash, text_hash, document_id) "
+            cursor.execute(f"INSERT INTO {_BLOCKS} ({_KEY}, simhash, text_hash, document_id) "
                            "SELECT * FROM unnest(%b::bigint[], %b::bigint[], %b::varchar(32)[], %b::bigint[])",
                            [list(column) for column in zip(*rows)])
         else:
-            cursor.executemany(f"INSERT INTO {_BANDS} (band, simhash, text_hash, document_id) "
+            cursor.executemany(f"INSERT INTO {_BLOCKS} ({_KEY}, simhash, text_hash, document_id) "
                                "VALUES (%s, %s, %s, %s)", rows)
 
 
 def forget(document_ids: list[int]) -> None:
-    """Drop the bands of documents that leave the index (or are replaced by a recrawl)."""
+    """Drop the blocks of documents that leave the index (or are replaced by a recrawl)."""
     with connection.cursor() as cursor:
         for chunk in in_chunks(sorted(document_ids)):
-            cursor.execute(f"DELETE FROM {_BANDS} WHERE document_id IN ({marks(len(chunk))})", chunk)
+            cursor.execute(f"DELETE FROM {_BLOCKS} WHERE document_id IN ({marks(len(chunk))})", chunk)
 
 
 def rebuild(batch: int = 5000) -> int:
-    """Bands for every indexed document, from its URL's SimHash (`manage.py reindex`: after
-    CRAWLER_NEAR_DUPLICATE_BITS changed, or for pages indexed before the bands existed;
-    those are taken whatever their length). Returns how many documents have bands."""
+    """Blocks for every indexed document, from its URL's SimHash (`manage.py reindex`: after
+    CRAWLER_NEAR_DUPLICATE_BITS changed, or for pages indexed before the blocks existed;
+    those are taken whatever their length). Returns how many documents have blocks."""
     from .models import Document
 
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {_BANDS}")
+        cursor.execute(f"DELETE FROM {_BLOCKS}")
     if not enabled():
         return 0
     rows = (Document.objects.filter(indexed=True).exclude(url__simhash=None).order_by("id")

@@ -414,7 +414,7 @@ class ReindexCounts:
 def reindex(batch: int = 200, progress=None, reread=None) -> ReindexCounts:
     """Re-analyse every stored document and rebuild the whole full-text index with the
     current analyzer (after an upgrade that changed decoding, language identification,
-    analysis or the index layout), and the near-duplicate bands (indexer/neardup.py).
+    analysis or the index layout), and the near-duplicate blocks (indexer/neardup.py).
 
     reread(document) -> ParsedPage | None: the document's archived response parsed again
     through parse_page (archived_page), so the text is decoded and

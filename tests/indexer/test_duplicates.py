@@ -10,7 +10,7 @@ from frontier import service
 from frontier.models import Url
 from indexer import neardup
 from indexer.fingerprint import hamming
-from indexer.models import Document, SimhashBand
+from indexer.models import Document, SimhashBlock
 from indexer.service import remove_pages, search
 
 from ..loopback import QuietHandler, serving
@@ -120,14 +120,14 @@ def test_rel_canonical_admits_the_named_url_and_leaves_this_copy_out(crawled):
 
 def test_bands_follow_the_index(crawled, settings):
     indexed = set(Document.objects.filter(indexed=True).values_list("id", flat=True))
-    banded = set(SimhashBand.objects.values_list("document_id", flat=True))
+    blocked = set(SimhashBlock.objects.values_list("document_id", flat=True))
     long_enough = {d.id for d in Document.objects.filter(indexed=True) if len(d.body.split()) >= 50}
-    assert banded == long_enough and banded <= indexed
-    assert SimhashBand.objects.count() == 4 * len(banded)  # CRAWLER_NEAR_DUPLICATE_BITS 3: four bands a page
-    # Leaving the index takes the bands along; reindex rebuilds them.
+    assert blocked == long_enough and blocked <= indexed
+    assert SimhashBlock.objects.count() == 4 * len(blocked)  # CRAWLER_NEAR_DUPLICATE_BITS 3: four blocks a page
+    # Leaving the index takes the blocks along; reindex rebuilds them.
     gone = Document.objects.get(url__url=crawled + "/b")
     assert remove_pages([gone.url_id]) == 1
-    assert not SimhashBand.objects.filter(document_id=gone.id).exists()
+    assert not SimhashBlock.objects.filter(document_id=gone.id).exists()
     assert neardup.rebuild() == Document.objects.filter(indexed=True).exclude(url__simhash=None).count()
 
 
@@ -139,8 +139,8 @@ def test_with_0_bits_only_the_same_text_is_a_duplicate(settings):
         run_embedded(threads=2, max_seconds=60)
     assert sorted(outcome(origin, p) for p in ("/a", "/a-copy", "/near")) == ["indexed", "indexed", "near_duplicate"]
     assert outcome(origin, "/near") == "indexed"
-    banded = set(SimhashBand.objects.values_list("document_id", flat=True))
-    assert SimhashBand.objects.count() == len(banded)  # one band a page: the SimHash itself
+    blocked = set(SimhashBlock.objects.values_list("document_id", flat=True))
+    assert SimhashBlock.objects.count() == len(blocked)  # one block a page: the SimHash itself
 
 
 @pytest.mark.parametrize("bits", [1, 2, 3, 4])
@@ -152,5 +152,5 @@ def test_two_simhashes_within_the_bits_share_a_band(bits):
         for bit in rng.sample(range(64), rng.randint(0, bits)):
             b ^= 1 << bit
         assert hamming(a, b) <= bits
-        assert set(neardup.bands(a, bits)) & set(neardup.bands(b, bits))
-    assert len(neardup.bands(rng.getrandbits(64), bits)) == bits + 1
+        assert set(neardup.blocks(a, bits)) & set(neardup.blocks(b, bits))
+    assert len(neardup.blocks(rng.getrandbits(64), bits)) == bits + 1
