@@ -129,7 +129,7 @@ def archive_pages(count: int) -> None:
                                   response_headers=[("Content-Type", "text/html; charset=utf-8")], body_read=True)
         location = warc.record(result)
         urls.append(Url(url=norm.url, url_key=norm.key, host=host, state=UrlState.FETCHED, last_status=200))
-        documents.append(dict(address=norm.url, title=f"Archived page {n}", body="text", content_hash=f"{n:064x}",
+        documents.append(dict(page_url=norm.url, title=f"Archived page {n}", body="text", content_hash=f"{n:064x}",
                               size=len(body), warc_file=location.filename, warc_offset=location.offset,
                               warc_length=location.length))
     warc.close()

@@ -32,7 +32,7 @@ def main():
 
     if connection.vendor != "postgresql":
         raise SystemExit("needs DATABASE_URL=postgres://…")
-    docs = list(Document.objects.filter(indexed=True).only("id", "address", "title", "headings", "body")
+    docs = list(Document.objects.filter(indexed=True).only("id", "page_url", "title", "headings", "body")
                 .order_by("id")[: args.pages])
     if not docs:
         raise SystemExit("no indexed documents in this database: crawl something first")

@@ -86,7 +86,7 @@ def main(argv):
         prepared.append(page)
     for start in range(0, len(prepared), 50):
         service.store_pages(prepared[start:start + 50])
-    languages = dict(Document.objects.values_list("address", "language"))
+    languages = dict(Document.objects.values_list("page_url", "language"))
     lowered = [text.lower() for _, text in pages]
     table = defaultdict(lambda: [0, 0, 0, 0])  # pages, with a unique string, found, language right
     latencies = []

@@ -311,7 +311,7 @@ def _fts_cpu_per_document(conn) -> float | None:
 
     from indexer.backends.postgres import index_rows
 
-    documents = [SimpleNamespace(id=r[0], address=r[1], title=r[2], headings=r[3], body=r[4]) for r in conn.execute(
+    documents = [SimpleNamespace(id=r[0], page_url=r[1], title=r[2], headings=r[3], body=r[4]) for r in conn.execute(
         "SELECT id, address, title, headings, body FROM indexer_document WHERE indexed ORDER BY id LIMIT %s",
         [FTS_SAMPLE]).fetchall()]
     rows = index_rows(documents)  # the worker's part, outside the meter

@@ -29,15 +29,15 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
     edited title would show in search while its words were never indexed. Recrawl the URL
     instead."""
 
-    list_display = ("address", "title", "status", "indexed", "duplicate_of", "fetched_at", "raw_link")
+    list_display = ("page_url", "title", "status", "indexed", "duplicate_of", "fetched_at", "raw_link")
     list_filter = ("indexed", "noindex")  # booleans: fixed choices, no DISTINCT scan
-    search_fields = ("address", "title")
+    search_fields = ("page_url", "title")
     raw_id_fields = ("url", "duplicate_of")
     readonly_fields = ("url_link", "raw_link", "replay_link", "content_hash", "size", "status", "fetched_at",
                        "encoding", "encoding_source", "warc_file", "warc_offset", "warc_length", "main_text", "furniture",
                        "language")
     fieldsets = (
-        (None, {"fields": ("url_link", "address", "title", "headings", "main_text", "furniture")}),
+        (None, {"fields": ("url_link", "page_url", "title", "headings", "main_text", "furniture")}),
         ("Response", {"fields": ("status", "content_type", "size", "fetched_at", "content_hash", "raw_link",
                                  "replay_link", "encoding", "encoding_source")}),
         ("Index", {"fields": ("indexed", "noindex", "duplicate_of", "language")}),
@@ -60,7 +60,7 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
     @admin.display(description="frontier URL")
     def url_link(self, document):
         return format_html('<a href="{}">{}</a>', reverse("admin:frontier_url_change", args=[document.url_id]),
-                           document.address)
+                           document.page_url)
 
     @admin.display(description="raw response")
     def raw_link(self, document):
@@ -75,7 +75,7 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
             return "not archived"
         if not settings.CRAWLER_REPLAY_URL:
             return "not replayed (CRAWLER_REPLAY_URL is not set; see docs/archive.md: Replay the archive)"
-        link = replay.capture_url(document.address, document.fetched_at)
+        link = replay.capture_url(document.page_url, document.fetched_at)
         if link is None:
             return "not replayed (pywb replays http and https pages)"
         return format_html('<a href="{}" rel="noopener noreferrer">replay at {}</a>', link,
@@ -96,7 +96,7 @@ class DocumentAdmin(ReadOnlyAdmin, BigTableAdmin):
         if not self.has_view_permission(request, document):
             raise PermissionDenied
         context = {**self.admin_site.each_context(request), "opts": self.model._meta, "document": document,
-                   "title": f"Raw response: {document.address}"}
+                   "title": f"Raw response: {document.page_url}"}
         if not document.warc_file:
             context["problem"] = ("This document has no archived response: it was fetched while "
                                   "CRAWLER_WARC_ENABLED was off, or before the archive existed. "

@@ -7,7 +7,8 @@ from common.bulksql import in_chunks, marks
 
 from .models import ContentFingerprint, Document
 
-# What a page's row holds; duplicate_of starts empty (set for the few duplicates after).
+# What a page's row holds, by column (`address` is Document.page_url's); duplicate_of starts
+# empty (set for the few duplicates after).
 DOCUMENT_COLUMNS = ("url_id", "address", "title", "headings", "body", "boilerplate", "content_hash", "content_type",
                     "encoding", "encoding_source", "status", "size", "noindex", "indexed", "fetched_at", "warc_file",
                     "warc_offset", "warc_length", "duplicate_of_id", "language")

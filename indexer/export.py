@@ -7,11 +7,11 @@ from common.paging import in_id_order
 from .maincontent import indexed_text
 from .models import Document
 
-DOCUMENT_COLUMNS = ("id", "url_id", "address", "title", "headings", "body", "boilerplate", "status", "content_type",
+DOCUMENT_COLUMNS = ("id", "url_id", "page_url", "title", "headings", "body", "boilerplate", "status", "content_type",
                     "size", "encoding", "encoding_source", "fetched_at", "content_hash", "url__text_hash",
                     "url__simhash", "indexed", "noindex", "duplicate_of_id", "warc_file", "warc_offset", "warc_length",
                     "language")
-_RENAMED = {"address": "url", "body": "text", "url__text_hash": "text_hash", "url__simhash": "simhash",
+_RENAMED = {"page_url": "url", "body": "text", "url__text_hash": "text_hash", "url__simhash": "simhash",
             "url_id": "frontier_url_id"}
 
 

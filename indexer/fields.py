@@ -23,14 +23,14 @@ class IndexedFields:
 
 
 def index_fields(document) -> IndexedFields:
-    """document: anything with address, title, headings and body (an indexer.Document), and
+    """document: anything with page_url, title, headings and body (an indexer.Document), and
     language (its text is analysed in it; none: English, as before issue 53), and maybe
     boilerplate (Document.boilerplate's ranges) and content_type. The body field is an HTML
     page's main text: its furniture is not indexed (docs/content.md says why)."""
-    host = urlsplit(document.address).hostname or ""
+    host = urlsplit(document.page_url).hostname or ""
     language = getattr(document, "language", "en")
     body = indexed_text(document.body, getattr(document, "boilerplate", ""), getattr(document, "content_type", ""))
     markers = (site_tokens(host) if host else []) + [analysis_token(stemmer_language(language))] + (
         [language_token(language)] if language else [])
-    return IndexedFields(tokens(document.title, language), tokens(url_words(document.address), language),
+    return IndexedFields(tokens(document.title, language), tokens(url_words(document.page_url), language),
                          tokens(document.headings, language), tokens(body, language), markers)

@@ -13,7 +13,10 @@ from .textstore import CompressedTextField
 
 class Document(models.Model):
     url = models.OneToOneField("frontier.Url", on_delete=models.CASCADE, related_name="document")
-    address = models.TextField(help_text="the page URL, kept here so search needs no join")
+    # Its column keeps its first name, `address` (the raw SQL of the backends says so), for
+    # the previous release's workers during an upgrade (STYLE.md 15); in the crawler an
+    # address is a server's IP.
+    page_url = models.TextField("URL", db_column="address", help_text="the page URL, kept here so search needs no join")
     title = models.TextField(blank=True, default="")
     headings = models.TextField(blank=True, default="")
     body = CompressedTextField(blank=True, default="", help_text="visible text (capped; compressed on SQLite: "
@@ -46,7 +49,7 @@ class Document(models.Model):
     warc_length = models.IntegerField(null=True, blank=True)
 
     def __str__(self):
-        return self.address
+        return self.page_url
 
 
 class ContentFingerprint(models.Model):

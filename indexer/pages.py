@@ -8,7 +8,7 @@ from common.paging import in_id_order
 
 from .models import Document
 
-PAGE_COLUMNS = ("id", "address", "title", "body", "url__depth", "warc_file", "warc_offset", "warc_length")
+PAGE_COLUMNS = ("id", "page_url", "title", "body", "url__depth", "warc_file", "warc_offset", "warc_length")
 # A document is stored after its response began (its record's WARC-Date), later by the
 # fetch's total deadline and the time its batch waits for the writer: seconds, minutes
 # while the database is away. Rows stored up to this long after a time range ends are read
@@ -18,13 +18,13 @@ STORED_AFTER_CAPTURE = timedelta(hours=1)
 
 def indexed_pages(origin: str | None = None, since: datetime | None = None, until: datetime | None = None,
                   batch: int = 500):
-    """Dicts of PAGE_COLUMNS ("url", "text" and "depth" for address, body and url__depth)
+    """Dicts of PAGE_COLUMNS ("url", "text" and "depth" for page_url, body and url__depth)
     of the indexed documents that have an archived response: HTML pages in the search
     index (not duplicates, noindex or canonical-elsewhere pages, and never robots.txt,
     sitemaps or feeds, which are no documents). `origin`, `since` and `until` narrow the
     rows read; the caller decides on the response record's own time."""
     for row in in_id_order(_pages(origin, since, until), PAGE_COLUMNS, batch):
-        row["url"], row["text"], row["depth"] = row.pop("address"), row.pop("body"), row.pop("url__depth")
+        row["url"], row["text"], row["depth"] = row.pop("page_url"), row.pop("body"), row.pop("url__depth")
         yield row
 
 

@@ -54,9 +54,9 @@ class Weights:
                    settings.CRAWLER_SEARCH_HEADINGS_WEIGHT, settings.CRAWLER_SEARCH_K1, settings.CRAWLER_SEARCH_B)
 
 
-def url_words(address: str) -> str:
+def url_words(url: str) -> str:
     """The words of a URL's path (the host is matched by site:, not scored)."""
-    path = address.split("://", 1)[-1].partition("/")[2].split("?")[0].split("#")[0]
+    path = url.split("://", 1)[-1].partition("/")[2].split("?")[0].split("#")[0]
     for extension in STRIP_EXTENSIONS:
         if path.endswith(extension):
             path = path[: -len(extension)]
@@ -89,14 +89,14 @@ class ShortFields:
     analysis: str = "en"  # the page's (indexer.analyzer.stemmer_language)
 
     @classmethod
-    def of(cls, title: str, address: str, language: str = "en") -> "ShortFields":
+    def of(cls, title: str, url: str, language: str = "en") -> "ShortFields":
         """Analysed in the page's language, as its index row was."""
-        return _short_fields(title, address, language)
+        return _short_fields(title, url, language)
 
 
 @lru_cache(maxsize=50_000)  # the pages that rank for something rank again
-def _short_fields(title: str, address: str, language: str) -> ShortFields:
-    return ShortFields(tokens(title, language), tokens(url_words(address), language), stemmer_language(language))
+def _short_fields(title: str, url: str, language: str) -> ShortFields:
+    return ShortFields(tokens(title, language), tokens(url_words(url), language), stemmer_language(language))
 
 
 def short_score(fields: ShortFields, terms: list[Term], idfs: list[float], stats: CorpusStats, w: Weights) -> float:

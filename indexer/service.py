@@ -255,12 +255,12 @@ def remove_pages(url_ids: list[int]) -> int:
 
 
 def originals_of(url_ids: list[int]) -> dict[int, str]:
-    """url id -> the address of the page its stored copy duplicates (one query; none when
+    """url id -> the URL of the page its stored copy duplicates (one query; none when
     the list is empty)."""
     if not url_ids:
         return {}
     return dict(Document.objects.filter(url_id__in=url_ids, duplicate_of__isnull=False)
-                .values_list("url_id", "duplicate_of__address"))
+                .values_list("url_id", "duplicate_of__page_url"))
 
 
 @stagetime.timed("documents")
@@ -348,7 +348,7 @@ def _warc_fields(archived: tuple[str, int, int] | None) -> tuple:
 
 
 class _DocumentView(NamedTuple):
-    address: str
+    page_url: str
     title: str
     headings: str
     body: str
@@ -499,7 +499,7 @@ def archived_page(document) -> ParsedPage | None:
     (decoding, text, language: parse_page), or None when the record cannot be read back here
     or is no page (`manage.py reindex`)."""
     response = _archived_response(document.warc_file, document.warc_offset, document.warc_length)
-    return _parsed_again(document.address, response) if response is not None else None
+    return _parsed_again(document.page_url, response) if response is not None else None
 
 
 def _archived_response(warc_file: str, warc_offset: int | None, warc_length: int | None):

@@ -95,7 +95,7 @@ def assert_every_response_archived(web):
     assert documents and all(doc.warc_file for doc in documents)
     for doc in documents:
         back = warc.read_response(warc.Location(doc.warc_file, doc.warc_offset, doc.warc_length))
-        assert back.target_uri == doc.address
+        assert back.target_uri == doc.page_url
         assert hashlib.sha256(back.body).hexdigest() == doc.content_hash
 
 

@@ -36,7 +36,7 @@ def export_documents(path: Path) -> int:
     from indexer.models import Document
 
     rows = (Document.objects.filter(indexed=True).order_by("id")
-            .values_list("address", "title", "headings", "body").iterator(chunk_size=200))
+            .values_list("page_url", "title", "headings", "body").iterator(chunk_size=200))
     count = 0
     with open(path, "w", encoding="utf-8") as out:
         for address, title, headings, body in rows:

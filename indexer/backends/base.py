@@ -93,7 +93,7 @@ class Candidate:
     """A page that matched, with what the backend knows of it for ranking."""
 
     document_id: int
-    address: str
+    url: str
     title: str
     fetched_at: datetime | None
     long_score: float  # the headings+body group of the formula, computed by the backend
@@ -122,7 +122,7 @@ class SearchBackend(ABC):
 
     @abstractmethod
     def prepare(self, document) -> tuple:
-        """A document's index row (document: anything with address, title, headings, body):
+        """A document's index row (document: anything with page_url, title, headings, body):
         the analyzer's work, no database, so it runs where the page is parsed (a fetch
         thread, a parse pool process) and the writer only sends it."""
 
@@ -131,7 +131,7 @@ class SearchBackend(ABC):
         """Index (or re-index) documents given as (document id, prepare(document))."""
 
     def add(self, documents: list) -> None:
-        """Index (or re-index) these documents (objects with id, address, title, headings, body)."""
+        """Index (or re-index) these documents (objects with id, page_url, title, headings, body)."""
         self.add_prepared([(doc.id, self.prepare(doc)) for doc in documents])
 
     @abstractmethod
@@ -294,7 +294,7 @@ class SearchBackend(ABC):
         if not results.total or offset >= results.total or limit <= 0:
             return results
         shown = self.listed(parsed, limit, offset)
-        results.hits = [SearchHit(c.document_id, c.address, c.title, snippet, 0.0, c.fetched_at)
+        results.hits = [SearchHit(c.document_id, c.url, c.title, snippet, 0.0, c.fetched_at)
                         for c, snippet in zip(shown, self.snippets(shown, parsed))]
         return results
 
@@ -318,11 +318,11 @@ class SearchBackend(ABC):
         found = self.candidates(parsed, results.any_word, pool, total < min(pool, cap), terms[:typed], idfs[:typed],
                                 stats, weights)
         for candidate in found:
-            fields = ranking.ShortFields.of(candidate.title, candidate.address, candidate.language)
+            fields = ranking.ShortFields.of(candidate.title, candidate.url, candidate.language)
             candidate.score = ranking.short_score(fields, terms, idfs, stats, weights) + candidate.long_score
         found.sort(key=lambda c: (-c.score, c.document_id))
         self._lift_typed_phrase(parsed, found, sum(idfs[:typed]))
         shown = found[offset:offset + limit]
-        results.hits = [SearchHit(c.document_id, c.address, c.title, snippet, c.score, c.fetched_at)
+        results.hits = [SearchHit(c.document_id, c.url, c.title, snippet, c.score, c.fetched_at)
                         for c, snippet in zip(shown, self.snippets(shown, parsed))]
         return results

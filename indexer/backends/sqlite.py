@@ -57,7 +57,7 @@ def _crc(columns) -> int:
 
 
 class _Stored(NamedTuple):
-    address: str
+    page_url: str
     title: str
     headings: str
     body: str
@@ -129,8 +129,8 @@ class SQLiteSearchBackend(SearchBackend):
             cur.execute(f"SELECT id, address, title, headings, body, boilerplate, content_type, language "
                         f"FROM indexer_document WHERE id IN ({','.join(['%s'] * len(indexed))})", list(indexed))
             deletes, stale = [], []
-            for document_id, address, title, headings, body, boilerplate, content_type, language in cur.fetchall():
-                row = prepare_row(_Stored(address, title, headings, textstore.from_database(body), language,
+            for document_id, page_url, title, headings, body, boilerplate, content_type, language in cur.fetchall():
+                row = prepare_row(_Stored(page_url, title, headings, textstore.from_database(body), language,
                                           boilerplate or "", content_type or ""))
                 if row[7] == indexed[document_id]:
                     deletes.append(("delete", document_id, *row[:4]))

@@ -4,9 +4,13 @@ delete can check it is removing what was indexed (indexer/backends/sqlite.py). T
 rebuilt from the stored documents. PostgreSQL: nothing changes here (its vectors now travel
 in the binary format, which is the same tsvector)."""
 
+from importlib import import_module
+
 from django.db import migrations
 
 from indexer.backends import sqlite
+
+as_indexed = import_module("indexer.migrations.0005_analyzer_index").as_indexed
 
 OLD = [
     """CREATE VIRTUAL TABLE IF NOT EXISTS indexer_fts USING fts5(
@@ -29,7 +33,8 @@ def rebuild(create_sql):
         documents = Document.objects.using(schema_editor.connection.alias).filter(indexed=True)
         ids = list(documents.values_list("id", flat=True))
         for start in range(0, len(ids), 200):
-            batch = documents.filter(id__in=ids[start:start + 200]).only("id", "address", "title", "headings", "body")
+            batch = [as_indexed(d) for d in
+                     documents.filter(id__in=ids[start:start + 200]).only("id", "address", "title", "headings", "body")]
             if create_sql is OLD:  # going back: the old layout's rows (tokens, lengths)
                 rows = [(doc.id, backend.prepare(doc)) for doc in batch]
                 with schema_editor.connection.cursor() as cur:
@@ -38,7 +43,7 @@ def rebuild(create_sql):
                     cur.executemany("INSERT INTO indexer_fts_docs (rowid, title_len, url_len, long_len) "
                                     "VALUES (%s, %s, %s, %s)", [(i, *row[4:7]) for i, row in rows])
             else:
-                backend.add(list(batch))
+                backend.add(batch)
     return apply
 
 

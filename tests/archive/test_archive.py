@@ -183,7 +183,7 @@ def archived_document(warc_dir, web, db):
     location = warc.record(result)
     service.add_urls([service.Candidate(url)])
     return Document.objects.create(
-        url=Url.objects.get(url=url), address=url, title="lying", content_hash=hashlib.sha256(result.body).hexdigest(),
+        url=Url.objects.get(url=url), page_url=url, title="lying", content_hash=hashlib.sha256(result.body).hexdigest(),
         encoding="windows-1252", encoding_source="detected", warc_file=location.filename, warc_offset=location.offset, warc_length=location.length,
     ), result
 

@@ -214,21 +214,21 @@ def revisit_records(warc_dir: Path) -> list[dict]:
 @pytest.mark.django_db
 def test_every_fetched_page_replays_at_its_capture_time_as_it_was_indexed(crawled, replaying, browser):
     index = captures(replaying.root)
-    documents = list(Document.objects.exclude(warc_file="").order_by("address"))
+    documents = list(Document.objects.exclude(warc_file="").order_by("page_url"))
     assert len(documents) >= 60  # the sample web's pages and /fresh
     page = browser.new_page()
     page.set_default_timeout(15_000)
     for document in documents:
-        link = replay.capture_url(document.address, document.fetched_at)  # with CRAWLER_REPLAY_URL unset …
+        link = replay.capture_url(document.page_url, document.fetched_at)  # with CRAWLER_REPLAY_URL unset …
         assert link is None
         timestamp = cdxj.timestamp_of(document.fetched_at)
         # … the link names the capture itself (its WARC-Date to the second), not a neighbour
-        assert index[(document.address, timestamp)]["filename"] == document.warc_file, document.address
-        assert index[(document.address, timestamp)]["offset"] == str(document.warc_offset)
-        title, text = rendered(page, f"{replaying.base}/{timestamp}/{document.address}")
+        assert index[(document.page_url, timestamp)]["filename"] == document.warc_file, document.page_url
+        assert index[(document.page_url, timestamp)]["offset"] == str(document.warc_offset)
+        title, text = rendered(page, f"{replaying.base}/{timestamp}/{document.page_url}")
         # The title shown is the page's <title>; the document's is the part naming the page
         # (indexer/maincontent.py choose_title: "Home - Ni Observer" of "... (qubawbaqz)").
-        assert document.title in title and words(text) == words(document.body), document.address
+        assert document.title in title and words(text) == words(document.body), document.page_url
 
 
 @pytest.mark.crawl
@@ -237,7 +237,7 @@ def test_a_revisit_replays_the_body_of_its_original_whichever_kind(crawled, repl
     settings.CRAWLER_WARC_DIR = str(crawled.warc_dir)  # the originals' bodies, read back here
     revisits = revisit_records(crawled.warc_dir)
     assert {r["profile"] for r in revisits} == {warc.NOT_MODIFIED, warc.IDENTICAL_PAYLOAD}
-    documents = {d.address: d for d in Document.objects.exclude(warc_file="")}
+    documents = {d.page_url: d for d in Document.objects.exclude(warc_file="")}
     assert {r["url"] for r in revisits} == set(documents)  # every page was revisited
     index = captures(replaying.root)
     for revisit in revisits:
@@ -277,7 +277,7 @@ def test_pages_crawled_while_replay_runs_become_replayable(crawled, replaying, s
         url = crawled.site.origin + path
         frontier.add_seeds([url])
         run_embedded(threads=1, max_seconds=30)
-        document = Document.objects.get(address=url)
+        document = Document.objects.get(page_url=url)
         timestamp = cdxj.timestamp_of(document.fetched_at)
 
         def replayed():
@@ -299,7 +299,7 @@ def test_pages_crawled_while_replay_runs_become_replayable(crawled, replaying, s
 def test_the_search_page_and_api_link_each_result_to_its_capture(client, crawled, replaying, settings):
     url = f"http://{crawled.web.hosts[3]}/p/4.html"
     word = crawled.web.unique_word(url)
-    document = Document.objects.get(address=url)
+    document = Document.objects.get(page_url=url)
     link = f"{replaying.base}/{cdxj.timestamp_of(document.fetched_at)}/{url}"
     settings.CRAWLER_REPLAY_URL = replaying.base + "/"  # a trailing slash or not: one link
     page = client.get("/", {"q": word}).content.decode()
@@ -327,7 +327,7 @@ def test_a_cached_link_opens_the_page_as_archived(client, crawled, replaying, se
     tab = browser.new_page()
     tab.set_default_timeout(15_000)
     title, text = rendered(tab, hit["cached_url"])
-    document = Document.objects.get(address=url)
+    document = Document.objects.get(page_url=url)
     assert document.title in title and words(text) == words(document.body)
 
 
@@ -337,7 +337,7 @@ def test_the_admins_document_page_links_its_capture(admin_client, crawled, setti
     document = Document.objects.exclude(warc_file="").order_by("id").first()
     page = f"/admin/indexer/document/{document.id}/change/"
     settings.CRAWLER_REPLAY_URL = "http://127.0.0.1:8090/crawl"
-    link = f"http://127.0.0.1:8090/crawl/{cdxj.timestamp_of(document.fetched_at)}/{document.address}"
+    link = f"http://127.0.0.1:8090/crawl/{cdxj.timestamp_of(document.fetched_at)}/{document.page_url}"
     assert f'href="{link}"' in admin_client.get(page).content.decode()
     settings.CRAWLER_REPLAY_URL = ""
     assert "CRAWLER_REPLAY_URL is not set" in admin_client.get(page).content.decode()

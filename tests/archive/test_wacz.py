@@ -136,7 +136,7 @@ def archived(warc_dir: Path) -> list[dict]:
 
 
 def expected_pages(documents) -> dict[str, tuple[str, str]]:
-    return {doc.address: (doc.title, doc.body) for doc in documents.filter(indexed=True)}
+    return {doc.page_url: (doc.title, doc.body) for doc in documents.filter(indexed=True)}
 
 
 def assert_pages(pages: list[dict], documents) -> None:

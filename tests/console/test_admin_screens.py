@@ -144,7 +144,7 @@ def test_a_url_page_says_what_is_known_and_recrawls_on_a_click(page):
                      observations=6, change_rate=0.5, recrawl_interval=10800.0,
                      change_stats='{"v":2,"n":6,"x":3,"u":259200,"k":0,"s":0,"t":518400,"a":518400,"h":[[42,3,259200]]}')
     body = "First words of the page. " + "More text. " * 2000 + "THE VERY END"
-    Document.objects.create(url=known, address=known.url, title="Known page", body=body, content_hash="ab" * 32)
+    Document.objects.create(url=known, page_url=known.url, title="Known page", body=body, content_hash="ab" * 32)
 
     page.goto(page.base + f"/admin/frontier/url/{new.id}/change/")
     assert page.text_content(".field-change_rate_human .readonly").strip() == "unknown (nothing seen yet: its first look is due)"
@@ -203,7 +203,7 @@ def test_every_list_of_the_crawl_fits_1366_px_with_long_urls(page):
     url = make_url(host, long_path, state=UrlState.FAILED, last_status=500, outcome="http_500", attempts=4,
                    last_fetched_at=timezone.now(), observations=3, change_rate=1.5)
     DeadLetter.objects.create(url=url, reason="http_500", last_status=500, attempts=4)
-    Document.objects.create(url=url, address=url.url, title="A title that goes on for a while " * 3,
+    Document.objects.create(url=url, page_url=url.url, title="A title that goes on for a while " * 3,
                             body="text", content_hash="cd" * 32)
     CrawlLogEntry.objects.create(at=timezone.now(), kind="page", url=url.url, url_id=url.id, host_id=host.id,
                                  origin=host.origin, status=500, outcome="server_error", bytes=12345, ms=87,

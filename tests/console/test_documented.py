@@ -152,7 +152,7 @@ def test_the_search_answer_has_exactly_the_keys_readme_and_openapi_document(clie
 
     settings.CRAWLER_REPLAY_URL = "http://127.0.0.1:8090/crawl"  # cached_url filled, not null
     url = make_url()
-    document = Document.objects.create(url=url, address=url.url, title="Harbour", body="lighthouse keepers",
+    document = Document.objects.create(url=url, page_url=url.url, title="Harbour", body="lighthouse keepers",
                                        content_hash="0" * 64, warc_file="crawlerweb-x.warc.gz")
     get_search_backend().add([document])
     answer = client.get("/search.json?q=lighthouse").json()

@@ -38,7 +38,7 @@ def make_site(origin: str, pages: int) -> list[Url]:
         norm = normalize(f"{origin}/p/{n}")
         url = Url.objects.create(url=norm.url, url_key=norm.url_key, host=host, state=UrlState.FETCHED,
                                  last_status=200, text_hash=f"{n:032x}", simhash=-n, last_fetched_at=timezone.now())
-        Document.objects.create(url=url, address=url.url, title=f"Page {n} of {origin}", headings="Héading",
+        Document.objects.create(url=url, page_url=url.url, title=f"Page {n} of {origin}", headings="Héading",
                                 body=f"the text of page {n}", content_hash=f"{n:064x}", status=200)
         urls.append(url)
     return urls

@@ -64,7 +64,7 @@ def crawl_state():
     Url.objects.filter(url="http://b.test/x").update(state="failed", outcome="timeout", last_fetched_at=now,
                                                      attempts=4)
     DeadLetter.objects.create(url=urls["http://b.test/x"], reason="timeout", attempts=4)
-    Document.objects.create(url=urls["http://a.test/0"], address="http://a.test/0", content_hash="1" * 64,
+    Document.objects.create(url=urls["http://a.test/0"], page_url="http://a.test/0", content_hash="1" * 64,
                             indexed=True)
     Host.objects.filter(origin="http://b.test").update(leased_until=now + timedelta(minutes=1), lease_owner="w")
     return urls

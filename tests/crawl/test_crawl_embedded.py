@@ -87,7 +87,7 @@ def test_it_does_not_retry_404_and_retries_429_503_after_retry_after(crawled):
 def test_it_detects_exact_duplicates(crawled):
     web, report, summary = crawled
     home = web.hosts[0]
-    copies = Document.objects.filter(address__in=[f"http://{home}/p/3.html", f"http://{home}/dup/3.html",
+    copies = Document.objects.filter(page_url__in=[f"http://{home}/p/3.html", f"http://{home}/dup/3.html",
                                                   f"http://{home}/copy/3.html"])
     assert copies.count() == 3
     assert copies.filter(duplicate_of=None).count() == 1
@@ -109,7 +109,7 @@ def test_it_finds_the_one_page_with_a_unique_word_first(crawled):
 def test_it_honours_meta_robots_and_skips_non_html(crawled):
     web, report, summary = crawled
     home = web.hosts[0]
-    noindex = Document.objects.get(address=f"http://{home}/meta/noindex.html")
+    noindex = Document.objects.get(page_url=f"http://{home}/meta/noindex.html")
     assert noindex.noindex and not noindex.indexed
     # the sample web's PDF is a stub with no pages (its links sit in comments, not annotations):
     # read as a PDF, it is one PDFium cannot open

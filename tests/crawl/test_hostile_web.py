@@ -147,7 +147,7 @@ def test_redirects_go_through_the_frontier_with_hop_cap_and_loop_detection(crawl
 
 def test_charsets_and_broken_bytes_become_text(crawled):
     web, _, _ = crawled
-    docs = {d.address: d for d in Document.objects.all()}
+    docs = {d.page_url: d for d in Document.objects.all()}
     meta = docs[normalize(web.url("/no-charset")).url]
     assert (meta.title, meta.encoding, meta.encoding_source) == ("Grüße", "windows-1252", "meta")
     # Said UTF-8, is not: the detector reads it (issue 53), as windows-1252 here.
@@ -164,7 +164,7 @@ def test_deep_nesting_is_parsed_and_many_links_are_capped(crawled):
     many = row(web.url("/many-links"))
     linked = Url.objects.filter(referrer_id=many.id).count()
     assert 0 < linked <= MAX_LINKS < MANY_LINKS
-    assert Document.objects.filter(address=normalize(web.url("/deep-nesting")).url).exists()
+    assert Document.objects.filter(page_url=normalize(web.url("/deep-nesting")).url).exists()
 
 
 def test_x_robots_tag_is_honoured_like_the_meta_tag(crawled):

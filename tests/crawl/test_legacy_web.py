@@ -31,7 +31,7 @@ def crawled(django_db_setup, django_db_blocker):
         with legacy.legacy_web(languages=LANGUAGES) as web:
             service.add_seeds(web.seeds, service.ScopeSpec("host"))
             stats = run_embedded(threads=4, max_seconds=120)
-            documents = {d.address: d for d in Document.objects.all()}
+            documents = {d.page_url: d for d in Document.objects.all()}
             exported = StringIO()
             call_command("export", "documents", "--no-progress", stdout=exported)
             yield web, stats, documents, [json.loads(line) for line in exported.getvalue().splitlines()]

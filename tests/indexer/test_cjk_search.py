@@ -49,7 +49,7 @@ def multilingual():
 
 
 def test_it_stores_each_page_s_language(multilingual):
-    stored = dict(Document.objects.values_list("address", "language"))
+    stored = dict(Document.objects.values_list("page_url", "language"))
     assert [stored[f"http://pages.test/{i}"] for i in range(len(PAGES))] == [p["language"] for p in PAGES]
 
 
@@ -67,7 +67,7 @@ def test_an_inflected_form_finds_the_page_where_its_stemmer_conflates_them():
               "überprüft, und alle Programme laufen jetzt wieder zuverlässig und schnell.")
     store([("http://pages.test/de", "Bericht", german),
            ("http://pages.test/en", "Report", "The installer of these computers runs on every machine in the house.")])
-    assert Document.objects.get(address="http://pages.test/de").language == "de"
+    assert Document.objects.get(page_url="http://pages.test/de").language == "de"
     # "installation" is also English for "installer" (both "instal"): the German page is among them
     assert "http://pages.test/de" in [h.url for h in service.search("Installation")]
     assert [h.url for h in service.search("Installationen")] == ["http://pages.test/de"]  # as written

@@ -136,7 +136,7 @@ def test_furniture_words_rank_below_main_content_words():
                   f"<div class=menu><a href=/>Harbour</a> <a href=/a>Boats</a> <a href=/b>Tides</a></div>"
                   f"<div class=entry-content><p>{article}</p></div></body></html>")
     hits = backend.search("foghorn")
-    assert [hit.url for hit in hits] == [other.address]  # the page whose content has it, and it alone
+    assert [hit.url for hit in hits] == [other.page_url]  # the page whose content has it, and it alone
     assert [hit.url for hit in backend.search("harbour gossip")] == []  # sidebar words are not indexed
     # A phrase of the main content finds its page first, with a snippet from the content.
     hit = backend.search('"wound the clockwork twice a night"')[0]

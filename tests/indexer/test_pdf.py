@@ -154,7 +154,7 @@ def test_the_export_reads_a_pdfs_outlinks_back_from_the_archive(crawled):
 
     web, _ = crawled
     document = Document.objects.get(url=row(web.url("/papers/report.pdf")))
-    links = archived_outlinks(document.address, document.warc_file, document.warc_offset, document.warc_length)
+    links = archived_outlinks(document.page_url, document.warc_file, document.warc_offset, document.warc_length)
     assert links == [normalize(web.url("/from-pdf.html")).url, normalize(web.url(ROBOTS_DISALLOWED)).url,
                      normalize(OTHER_ORIGIN).url]
 

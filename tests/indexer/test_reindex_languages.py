@@ -51,7 +51,7 @@ def test_it_identifies_crawled_pages_and_reindex_reads_them_back_from_the_archiv
     with serving(Multilingual) as origin:
         frontier.add_seeds([origin + "/"])
         run_embedded(threads=2, max_seconds=120)
-    languages = dict(Document.objects.values_list("address", "language"))
+    languages = dict(Document.objects.values_list("page_url", "language"))
     assert [languages[f"{origin}/p/{i}"] for i in range(len(PAGES))] == [p["language"] for p in PAGES]
     assert languages[f"{origin}/lying"] == "de"  # the text overrules a template's lang="en"
     assert f"{origin}/lying" in [h.url for h in service.search("Installationen")]
@@ -63,7 +63,7 @@ def test_it_identifies_crawled_pages_and_reindex_reads_them_back_from_the_archiv
     documents = Document.objects.count()
     assert f"({documents} re-analysed: {documents} parsed again from the archive, 0 from the stored text)" \
         in out.getvalue()
-    assert dict(Document.objects.values_list("address", "language")) == languages
+    assert dict(Document.objects.values_list("page_url", "language")) == languages
     japanese = next(i for i, p in enumerate(PAGES) if p["language"] == "ja")
     assert f"{origin}/p/{japanese}" in [h.url for h in service.search(f"lang:ja {PAGES[japanese]['text'][20:23]}")]
 
@@ -73,5 +73,5 @@ def test_it_identifies_crawled_pages_and_reindex_reads_them_back_from_the_archiv
     out = io.StringIO()
     call_command("reindex", stdout=out)
     assert f"0 parsed again from the archive, {documents} from the stored text" in out.getvalue()
-    relabelled = dict(Document.objects.values_list("address", "language"))
+    relabelled = dict(Document.objects.values_list("page_url", "language"))
     assert [relabelled[f"{origin}/p/{i}"] for i in range(len(PAGES))] == [p["language"] for p in PAGES]

@@ -13,11 +13,11 @@ from indexer.models import Document
 pytestmark = pytest.mark.django_db
 
 
-def make_doc(n, title="", headings="", body="", address=None):
-    address = address or f"http://h.test/{n}"
-    host, _ = Host.objects.get_or_create(origin="/".join(address.split("/")[:3]))
-    url = Url.objects.create(url_key=n, url=address, host=host)
-    return Document.objects.create(url=url, address=url.url, title=title, headings=headings, body=body,
+def make_doc(n, title="", headings="", body="", page_url=None):
+    page_url = page_url or f"http://h.test/{n}"
+    host, _ = Host.objects.get_or_create(origin="/".join(page_url.split("/")[:3]))
+    url = Url.objects.create(url_key=n, url=page_url, host=host)
+    return Document.objects.create(url=url, page_url=url.url, title=title, headings=headings, body=body,
                                    content_hash=f"{n:064x}")
 
 
@@ -181,9 +181,9 @@ def test_it_counts_all_matches_not_only_the_page(backend):
 
 
 def test_site_restricts_to_a_host_and_its_subdomains(backend):
-    a = make_doc(1, "a", "", "sitedword", address="http://docs.alpha.test/a")
-    b = make_doc(2, "b", "", "sitedword", address="http://alpha.test/b")
-    c = make_doc(3, "c", "", "sitedword", address="http://beta.test/c")
+    a = make_doc(1, "a", "", "sitedword", page_url="http://docs.alpha.test/a")
+    b = make_doc(2, "b", "", "sitedword", page_url="http://alpha.test/b")
+    c = make_doc(3, "c", "", "sitedword", page_url="http://beta.test/c")
     backend.add([a, b, c])
     assert set(ids(backend.search("sitedword site:alpha.test"))) == {a.id, b.id}
     assert ids(backend.search("sitedword site:docs.alpha.test")) == [a.id]
@@ -192,7 +192,7 @@ def test_site_restricts_to_a_host_and_its_subdomains(backend):
 
 
 def test_page_text_cannot_forge_a_site(backend):
-    a = make_doc(1, "a", "", "site=alpha.test forgedword", address="http://beta.test/a")
+    a = make_doc(1, "a", "", "site=alpha.test forgedword", page_url="http://beta.test/a")
     backend.add([a])
     assert ids(backend.search("forgedword site:alpha.test")) == []
 
@@ -320,12 +320,12 @@ def test_page_text_reads_back_whole_and_sqlite_keeps_it_compressed(backend):
 # -- site: alone lists a site's pages (issue 25 item 7) ------------------------------------------
 
 def test_site_alone_lists_exactly_that_sites_pages_by_url(backend):
-    docs = [make_doc(1, "B page", "", "beta words", address="http://alpha.test/b"),
-            make_doc(2, "Docs", "", "docs words", address="http://docs.alpha.test/index"),
-            make_doc(3, "A page", "", "alpha words", address="http://alpha.test/a"),
-            make_doc(4, "Other", "", "other words", address="http://beta.test/a"),
-            make_doc(5, "Lookalike", "", "lookalike", address="http://notalpha.test/a"),
-            make_doc(6, "Upper", "", "upper words", address="http://alpha.test/Z")]
+    docs = [make_doc(1, "B page", "", "beta words", page_url="http://alpha.test/b"),
+            make_doc(2, "Docs", "", "docs words", page_url="http://docs.alpha.test/index"),
+            make_doc(3, "A page", "", "alpha words", page_url="http://alpha.test/a"),
+            make_doc(4, "Other", "", "other words", page_url="http://beta.test/a"),
+            make_doc(5, "Lookalike", "", "lookalike", page_url="http://notalpha.test/a"),
+            make_doc(6, "Upper", "", "upper words", page_url="http://alpha.test/Z")]
     backend.add(docs)
     listed = backend.search("site:alpha.test")
     # A host and its subdomains, as with words; by URL in byte order (upper case first).
@@ -342,8 +342,8 @@ def test_site_alone_lists_exactly_that_sites_pages_by_url(backend):
 
 
 def test_a_site_listing_pages_through_every_page_once(backend):
-    docs = [make_doc(i, f"p{i}", "", f"text {i}", address=f"http://list.test/p{i:02d}") for i in range(23)]
-    docs += [make_doc(100 + i, "x", "", "text", address=f"http://elsewhere.test/p{i}") for i in range(5)]
+    docs = [make_doc(i, f"p{i}", "", f"text {i}", page_url=f"http://list.test/p{i:02d}") for i in range(23)]
+    docs += [make_doc(100 + i, "x", "", "text", page_url=f"http://elsewhere.test/p{i}") for i in range(5)]
     backend.add(docs)
     seen = []
     for offset in (0, 10, 20):
@@ -356,8 +356,8 @@ def test_a_site_listing_pages_through_every_page_once(backend):
 
 
 def test_a_site_listing_leaves_out_what_is_not_indexed(backend):
-    kept = make_doc(1, "kept", "", "kept", address="http://gone.test/kept")
-    gone = make_doc(2, "gone", "", "gone", address="http://gone.test/gone")
+    kept = make_doc(1, "kept", "", "kept", page_url="http://gone.test/kept")
+    gone = make_doc(2, "gone", "", "gone", page_url="http://gone.test/gone")
     backend.add([kept, gone])
     Document.objects.filter(id__in=[kept.id, gone.id]).update(indexed=True)
     backend.delete([gone.id])

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 def crawled_rows():
     service.add_urls([service.Candidate("http://a.test/page")])
     url = Url.objects.get()
-    doc = Document.objects.create(url=url, address=url.url, title="Gazette <of> things",
+    doc = Document.objects.create(url=url, page_url=url.url, title="Gazette <of> things",
                                   body="a page about lighthouses and harbours", content_hash="0" * 64)
     get_search_backend().add([doc])
     DeadLetter.objects.create(url=url, reason="http_500", attempts=4)
@@ -114,7 +114,7 @@ def indexed_pages(pages: list[tuple[str, str, str]]) -> list[Document]:
     """(URL, title, body) admitted, stored and indexed, the i-th with content hash i."""
     service.add_urls([service.Candidate(address) for address, _, _ in pages])
     urls = {url.url: url for url in Url.objects.filter(url__in=[address for address, _, _ in pages])}
-    docs = [Document.objects.create(url=urls[address], address=address, title=title, content_hash=f"{i:064x}",
+    docs = [Document.objects.create(url=urls[address], page_url=address, title=title, content_hash=f"{i:064x}",
                                     body=body) for i, (address, title, body) in enumerate(pages)]
     get_search_backend().add(docs)
     return docs
