@@ -437,13 +437,16 @@ class SessionEngine:
         # Beat at least twice a heartbeat period: a heartbeat is then never older than 1.5
         # periods while the engine lives, well inside CRAWLER_LEASE_STALE_SECONDS.
         tick = min(renew_every, LIMITS_RECHECK_SECONDS, settings.CRAWLER_HEARTBEAT_SECONDS / 2)
+        # With no session open nothing needs the limits: only the heartbeat and the sweep
+        # (an opened session wakes it: _open notifies _changed).
+        idle_tick = settings.CRAWLER_HEARTBEAT_SECONDS / 2
         next_renewal = time.monotonic() + renew_every
         kind = self.kind
         liveness.beat(kind, self.worker)
         try:
             while True:
                 with self._lock:
-                    self._changed.wait(tick)
+                    self._changed.wait(tick if self._sessions else idle_tick)
                     # Requests of released sessions plus those of sessions still open.
                     load = dict(sessions=len(self._sessions),
                                 requests=self.stats.requests + sum(s.requests for s in self._sessions.values()))
@@ -458,7 +461,8 @@ class SessionEngine:
                 if sessions and (late or time.monotonic() >= next_renewal):
                     next_renewal = time.monotonic() + renew_every
                     self._renew(sessions)
-                _guarded(frontier.current_limits)
+                if sessions:
+                    _guarded(frontier.current_limits)
                 liveness.beat(kind, self.worker, **load)
                 recovery.sweep()  # never raises
                 instruments.export_stage_times()

@@ -90,6 +90,10 @@ def run_embedded(threads: int | None = None, progress=None, max_seconds: float |
     started, cpu_started = time.monotonic(), time.process_time()
     engine = SessionEngine(fetch_threads=threads, name="embedded", parse_processes=default_processes(embedded=True)).start()
     idle = IdlePolicy()
+    # Continuous, with no session open and nothing to write, nothing in this process makes
+    # work: the loop waits for the next due time, doubling up to the longest idle wait (a
+    # seed another process adds waits that long at most), instead of leasing every 0.4 s.
+    asleep = IdlePolicy(settings.CRAWLER_DISPATCH_IDLE_WAIT_LONGEST)
     beat = _InProcessBeat() if continuous else None
     frontier.sweep_idle_hosts_next_round()
     try:
@@ -107,10 +111,18 @@ def run_embedded(threads: int | None = None, progress=None, max_seconds: float |
                 progress()
             if leases:
                 idle.reset()
+                asleep.reset()
                 continue
-            if (beat is None and room > 0 and engine.idle()
+            engine_idle = engine.idle()
+            if (beat is None and room > 0 and engine_idle
                     and not frontier.has_work_due_within(settings.CRAWLER_CRAWL_DEFER_AFTER)):
                 break
+            if beat is not None and engine_idle:  # no session to wake it: Ctrl-C (`stop`) does
+                wait = asleep.next_wait()
+                wait = min(wait, max(frontier.next_change_in(wait), settings.CRAWLER_DISPATCH_IDLE_WAIT))
+                stop.wait(min(wait, beat.due_in()))
+                continue
+            asleep.reset()
             wait = idle.next_wait(frontier.next_due_in(settings.CRAWLER_DISPATCH_IDLE_WAIT_MAX))
             if beat is not None:
                 wait = min(wait, beat.due_in())

@@ -5,6 +5,7 @@ word (paused, crawling, waiting, idle, stalled); the names Flower shows; /favico
 
 import http.server
 import threading
+import time
 from datetime import timedelta
 
 import pytest
@@ -438,6 +439,34 @@ def test_an_idle_dispatcher_sleeps_until_work_is_announced(monkeypatch, settings
         stop.set()
         thread.join(10)
     assert not thread.is_alive()
+
+
+def test_an_idle_continuous_crawl_sleeps_and_still_stops_at_once(monkeypatch, settings):
+    """`crawl --continuous` with nothing to do: the loop's waits double up to the longest
+    idle wait instead of leasing every 0.4 s, and a stop (Ctrl-C) is seen at once."""
+    settings.CRAWLER_DISPATCH_IDLE_WAIT, settings.CRAWLER_DISPATCH_IDLE_WAIT_LONGEST = 0.5, 30.0
+    rounds, real_lease = [], frontier.lease_ready_hosts
+    monkeypatch.setattr(frontier, "lease_ready_hosts", lambda *a, **k: rounds.append(1) or real_lease(*a, **k))
+    stop = threading.Event()
+
+    def crawl():
+        try:
+            runners.run_embedded(threads=2, continuous=True, stop=stop)
+        finally:
+            connection.close()  # this thread's own
+
+    thread = threading.Thread(target=crawl)
+    thread.start()
+    try:
+        wait_until(lambda: rounds, 10, "the first round")
+        first = time.monotonic()
+        wait_until(lambda: time.monotonic() - first > 4.0, 10, "four idle seconds")
+        # 0.5, 1, 2 s waits: at most four rounds in four seconds (polling every 0.4 s: ten).
+        assert len(rounds) <= 4, rounds
+    finally:
+        stop.set()
+        thread.join(5)
+    assert not thread.is_alive()  # it was in a wait of 4 s or more, and left it when stopped
 
 
 def test_the_favicon_answers(client):
