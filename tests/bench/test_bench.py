@@ -102,8 +102,11 @@ def test_it_runs_the_quick_distributed_benchmark_and_the_embedded_crawler_on_pos
         assert result["cpu_seconds"][kind] > 0, kind
     assert set(result["peak_rss_mb"]) == {"dispatcher", "worker", "postgresql_backend", "redis", "sample_web"}
     assert {"at_25_percent", "at_end", "growth"} <= set(result["worker_rss_mb"])
-    # Pooled connections: a few per process, not one per fetch task (hundreds of tasks here).
-    assert 0 < result["db_sessions"] <= 40, result["db_sessions"]
+    # Pooled connections: a few per process, not one per fetch task (hundreds of tasks here;
+    # 566 sessions before they were pooled). Runs open 33-41 (2026-12-07: fetch threads
+    # claiming new hosts' addresses, reconnects under load; the dispatcher's own listening
+    # connection, frontier/wakeups.py, is one of them): 48 leaves room for that spread.
+    assert 0 < result["db_sessions"] <= 48, result["db_sessions"]
     # Full-text indexing alone is a part of PostgreSQL's work, never more than all of it.
     floor = result["postgresql_fts_floor_ms_per_page"]
     assert 0 < floor < result["cpu_ms_per_page"]["postgresql"], (floor, result["cpu_ms_per_page"])
