@@ -206,7 +206,7 @@ def run_dispatcher(name: str, app, stop: threading.Event) -> None:
     released, steering) or when the next host or URL becomes ready. With the fetch queues
     full it polls the old way: a queue drains unannounced."""
     listener = frontier.WorkListener()
-    idle = IdlePolicy(settings.CRAWLER_DISPATCH_IDLE_WAIT_LONGEST if listener.listening else None)
+    idle = IdlePolicy(settings.CRAWLER_DISPATCH_IDLE_WAIT_LONGEST if listener.postgres else None)
     busy = IdlePolicy()
     frontier.sweep_idle_hosts_next_round()
     try:
@@ -239,7 +239,7 @@ def _idle_wait(wait: float, listener, stop: threading.Event) -> None:
     dispatcher four times its CPU on the smallsites bench); the rest of a longer wait ends
     early when work is announced or something becomes ready."""
     polled = min(wait, settings.CRAWLER_DISPATCH_IDLE_WAIT_MAX)
-    if stop.wait(polled) or wait <= polled or not listener.listening:
+    if stop.wait(polled) or wait <= polled or not listener.available():
         return
     try:
         rest = frontier.next_change_in(wait - polled)

@@ -38,21 +38,32 @@ def announce() -> None:
 class WorkListener:
     """A dispatcher's own connection, listening on CHANNEL. `wait(timeout, stop)` returns
     True when notified (all pending notifications are taken), False when the timeout
-    passed or `stop` was set. Without PostgreSQL, or when the connection fails, it only
-    waits (the dispatcher then looks again after the timeout, as it did before)."""
+    passed or `stop` was set. Without PostgreSQL, or while its connection is lost, it only
+    waits (the dispatcher then polls, as it did before); a lost connection is made again
+    at most every RECONNECT_SECONDS, when `available()` is asked."""
 
     STOP_CHECK_SECONDS = 1.0  # how soon a stop is seen while waiting
+    RECONNECT_SECONDS = 60.0  # a database that went away is asked again this often
 
     def __init__(self):
         self._conn = None
-        if connection.vendor == "postgresql":
-            self._connect()
+        self._postgres = connection.vendor == "postgresql"
+        self._retry_at = 0.0
+        self.available()
 
     @property
-    def listening(self) -> bool:
+    def postgres(self) -> bool:
+        """Notifications can exist here (PostgreSQL), whether or not it listens right now."""
+        return self._postgres
+
+    def available(self) -> bool:
+        """Listening now (connecting again first, when it was lost long enough ago)."""
+        if self._conn is None and self._postgres and time.monotonic() >= self._retry_at:
+            self._connect()
         return self._conn is not None
 
     def _connect(self) -> None:
+        self._retry_at = time.monotonic() + self.RECONNECT_SECONDS
         try:
             params = connection.get_connection_params()
             params.pop("cursor_factory", None)

@@ -20,6 +20,7 @@ from console.schedules import ensure_periodic_tasks
 from crawl import runners
 from crawl.engine import SessionEngine
 from frontier import service as frontier
+from frontier import wakeups as frontier_wakeups
 from frontier.models import CrawlLimits, Host, Url
 from frontier.outcomes import FetchReport
 
@@ -439,6 +440,24 @@ def test_an_idle_dispatcher_sleeps_until_work_is_announced(monkeypatch, settings
         stop.set()
         thread.join(10)
     assert not thread.is_alive()
+
+
+@pytest.mark.postgres
+def test_a_dispatchers_lost_listening_connection_is_made_again(monkeypatch):
+    """The database restarted: the listener polls meanwhile, then listens again."""
+    monkeypatch.setattr(frontier.WorkListener, "RECONNECT_SECONDS", 0.0)
+    listener, stop = frontier.WorkListener(), threading.Event()
+    try:
+        assert listener.available()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_terminate_backend(%s)", [listener._conn.info.backend_pid])
+            assert cursor.fetchone() == (True,)
+        assert listener.wait(2.0, stop) is False  # the broken connection is noticed, not raised
+        assert listener.available()  # connected again
+        frontier_wakeups.announce()
+        assert listener.wait(5.0, stop) is True
+    finally:
+        listener.close()
 
 
 def test_an_idle_continuous_crawl_sleeps_and_still_stops_at_once(monkeypatch, settings):
