@@ -32,13 +32,30 @@ import time
 from django.conf import settings
 
 from . import liveness
-from common.dbconn import reset_connection
+from common.dbconn import end_idle_transactions, reset_connection
 from frontier import service as frontier
 
 log = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _next_sweep = 0.0
+
+
+# Seconds a transaction may sit idle at least (idle_transaction_seconds): a busy machine can
+# hold a live process between two statements for a while; the default staleness is 15 s.
+IDLE_TRANSACTION_FLOOR = 5.0
+
+
+def idle_transaction_seconds() -> float:
+    """How long a crawling process's transaction may sit idle before the database ends it:
+    as long as it takes for the process to be taken for dead (its leases are released
+    then, so its row locks must go too), at least IDLE_TRANSACTION_FLOOR."""
+    return max(settings.CRAWLER_LEASE_STALE_SECONDS, IDLE_TRANSACTION_FLOOR)
+
+
+def end_idle_transactions_of_this_thread(tuned=None):
+    """common.dbconn.end_idle_transactions at idle_transaction_seconds()."""
+    return end_idle_transactions(idle_transaction_seconds(), tuned)
 
 
 def sweep_every() -> float:

@@ -209,10 +209,13 @@ def run_dispatcher(name: str, app, stop: threading.Event) -> None:
     idle = IdlePolicy(settings.CRAWLER_DISPATCH_IDLE_WAIT_LONGEST if listener.postgres else None)
     busy = IdlePolicy()
     frontier.sweep_idle_hosts_next_round()
+    tuned = None  # the connection whose idle transactions the database ends (crawl/recovery.py)
     try:
         while not stop.is_set():
             close_old_connections()
             try:
+                # Frozen inside a lease transaction, it would hold the leased hosts' rows.
+                tuned = recovery.end_idle_transactions_of_this_thread(tuned)
                 recovery.sweep()  # a dead worker's hosts come back in seconds (throttled)
                 sent, full = _dispatch_round(name, app)
             except Exception:  # database hiccup: keep the dispatcher alive, try again shortly

@@ -49,7 +49,7 @@ from psycopg import errors as pg_errors
 from common.dbconn import reset_connection
 from frontier import service as frontier
 
-from . import crawllog, robots
+from . import crawllog, recovery, robots
 from .observe import RequestRecord
 from .ownlinks import LinksTaken, ProvisionalIds
 from .pipeline import Results, store
@@ -310,8 +310,7 @@ class Writer:
         check instead costs microseconds.
 
         A transaction left idle ends (idle_in_transaction_session_timeout) once its process
-        could be taken for dead (CRAWLER_LEASE_STALE_SECONDS, at least IDLE_TRANSACTION_FLOOR):
-        a process frozen mid-store (SIGSTOP, a stalled VM) holds the row locks of the links
+        could be taken for dead (recovery.idle_transaction_seconds()): a process frozen mid-store (SIGSTOP, a stalled VM) holds the row locks of the links
         and host counts it was writing, and every other writer storing the same links or
         hosts waited on them for as long as the freeze lasted, its pages fetched but
         recorded nowhere. Its leases are released by then (crawl/recovery.py); its store
@@ -320,10 +319,9 @@ class Writer:
             return
         connection.ensure_connection()
         if self._tuned is not connection.connection:
-            idle_ms = int(1000 * max(settings.CRAWLER_LEASE_STALE_SECONDS, IDLE_TRANSACTION_FLOOR))
+            recovery.end_idle_transactions_of_this_thread()
             with connection.cursor() as cursor:
                 cursor.execute("SET plan_cache_mode = force_custom_plan")
-                cursor.execute(f"SET idle_in_transaction_session_timeout = {idle_ms}")
                 if settings.CRAWLER_DB_ASYNC_COMMIT:
                     cursor.execute("SET synchronous_commit = off")
             self._tuned = connection.connection
@@ -346,10 +344,6 @@ class Writer:
             reset_connection()
             return None
 
-
-# Seconds a store's transaction may sit idle at least (_tune_connection): a busy machine can
-# hold a live process between two statements for a while; the default staleness is 15 s.
-IDLE_TRANSACTION_FLOOR = 5.0
 
 # A deadlock or a serialization failure aborts a store that may well go through when tried
 # again (the other transaction is done by then): a few tries before its URLs are left queued.

@@ -152,7 +152,7 @@ def test_a_store_frozen_mid_transaction_holds_no_lock_past_its_process_being_tak
     from crawl import writer as writer_module
 
     settings.CRAWLER_LEASE_STALE_SECONDS = 0.5
-    monkeypatch.setattr(writer_module, "IDLE_TRANSACTION_FLOOR", 0.5)
+    monkeypatch.setattr(recovery, "IDLE_TRANSACTION_FLOOR", 0.5)
     host = Host.objects.create(origin="http://frozen.test", next_fetch_at=timezone.now())
     locked, waking, outcome = threading.Event(), threading.Event(), {}
 
@@ -187,3 +187,26 @@ def test_a_store_frozen_mid_transaction_holds_no_lock_past_its_process_being_tak
     assert "idle-in-transaction timeout" in outcome["woke"], outcome
     # and the writer takes that for the database away: the store's URLs stay queued, no dead letters
     assert writer_module._database_away(outcome["error"])
+
+
+@pytest.mark.postgres
+def test_a_dispatchers_connection_ends_its_idle_transactions_too(settings):
+    """The dispatcher's lease transaction locks the hosts it leases (FOR UPDATE): frozen
+    inside it, it would hold them. Its connection gets the writer's limit, once."""
+    from django.db import connection
+
+    settings.CRAWLER_LEASE_STALE_SECONDS = 9.0
+    tuned = recovery.end_idle_transactions_of_this_thread()
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW idle_in_transaction_session_timeout")
+        assert cursor.fetchone()[0] == "9s"
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as queries:
+        recovery.end_idle_transactions_of_this_thread(tuned)
+    assert len(queries) == 0  # set once a connection: the dispatcher asks every round
+    settings.CRAWLER_LEASE_STALE_SECONDS = 1.0
+    recovery.end_idle_transactions_of_this_thread()
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW idle_in_transaction_session_timeout")
+        assert cursor.fetchone()[0] == "5s"  # never below the floor
