@@ -1,6 +1,8 @@
-"""Long-running threads (a session engine's, the writer, heartbeats) share one rule for a
-failed statement: drop this thread's connection, so that the next query opens a fresh one
-(a database that restarted must not fail every later write)."""
+"""Long-running threads (a session engine's, the writer, heartbeats, a dispatcher) share two
+rules for their connections: after a failed statement, drop this thread's connection, so
+that the next query opens a fresh one (a database that restarted must not fail every later
+write); and on PostgreSQL, let the database end a transaction the thread leaves idle too
+long (a stopped process must not hold its locks)."""
 
 from django.db import connection
 

@@ -38,9 +38,9 @@ log = logging.getLogger(__name__)
 
 class IdlePolicy:
     """After a round with nothing to lease, wait CRAWLER_DISPATCH_IDLE_WAIT, doubling after
-    each empty round up to CRAWLER_DISPATCH_IDLE_WAIT_MAX, but never past the moment the
-    next host becomes ready: an idle frontier costs a few queries a second, not dozens,
-    and a host due soon is not kept waiting."""
+    each empty round up to `longest` (CRAWLER_DISPATCH_IDLE_WAIT_MAX unless given), but
+    never past the moment the next host becomes ready: an idle frontier costs a few
+    queries a second, not dozens, and a host due soon is not kept waiting."""
 
     def __init__(self, longest: float | None = None):
         self.longest = settings.CRAWLER_DISPATCH_IDLE_WAIT_MAX if longest is None else longest
@@ -118,8 +118,7 @@ def run_embedded(threads: int | None = None, progress=None, max_seconds: float |
                     and not frontier.has_work_due_within(settings.CRAWLER_CRAWL_DEFER_AFTER)):
                 break
             if beat is not None and engine_idle:  # no session to wake it: Ctrl-C (`stop`) does
-                wait = asleep.next_wait()
-                wait = min(wait, max(frontier.next_change_in(wait), settings.CRAWLER_DISPATCH_IDLE_WAIT))
+                wait = asleep.next_wait(frontier.next_change_in(asleep.longest))
                 stop.wait(min(wait, beat.due_in()))
                 continue
             asleep.reset()

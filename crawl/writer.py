@@ -310,10 +310,10 @@ class Writer:
         check instead costs microseconds.
 
         A transaction left idle ends (idle_in_transaction_session_timeout) once its process
-        could be taken for dead (recovery.idle_transaction_seconds()): a process frozen mid-store (SIGSTOP, a stalled VM) holds the row locks of the links
-        and host counts it was writing, and every other writer storing the same links or
-        hosts waited on them for as long as the freeze lasted, its pages fetched but
-        recorded nowhere. Its leases are released by then (crawl/recovery.py); its store
+        could be taken for dead (recovery.idle_transaction_seconds()): a process frozen
+        mid-store (SIGSTOP, a stalled VM) holds the row locks of the links and host counts
+        it was writing, and every other writer storing the same links or hosts waited on
+        them for as long as the freeze lasted, its pages fetched but recorded nowhere. Its leases are released by then (crawl/recovery.py); its store
         fails when it wakes, and its URLs stay queued."""
         if connection.vendor != "postgresql":
             return
@@ -364,10 +364,7 @@ def _database_away(exc: Exception) -> bool:
     """The store failed for the connection's sake, not its rows': a lost connection, a
     deadlock, or its transaction ended for sitting idle (this process was frozen)."""
     return (isinstance(exc, (OperationalError, InterfaceError))
-            or getattr(exc.__cause__, "sqlstate", None) == IDLE_IN_TRANSACTION_TIMEOUT)
-
-
-IDLE_IN_TRANSACTION_TIMEOUT = "25P03"  # PostgreSQL's SQLSTATE for it (an InternalError)
+            or isinstance(exc.__cause__, pg_errors.IdleInTransactionSessionTimeout))  # Django wraps it as InternalError
 
 
 def _record_certificate(seen: CertificateSeen) -> None:

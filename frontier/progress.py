@@ -52,14 +52,7 @@ def next_due_in(max_wait: float) -> float:
     """Seconds until some host that is not leased may become ready, capped to max_wait
     (idle waiting; a leased host comes back when its session ends)."""
     now = timezone.now()
-    free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
-    soonest = (
-        Host.objects.filter(free).filter(Exists(Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED)))
-        .order_by("next_fetch_at").values_list("next_fetch_at", flat=True).first()
-    )
-    if soonest is None:
-        return max_wait
-    return min(max_wait, max(0.0, (soonest - now).total_seconds()))
+    return _seconds_until(_soonest_free_host(now), now, max_wait)
 
 
 def next_change_in(max_wait: float) -> float:
@@ -69,16 +62,24 @@ def next_change_in(max_wait: float) -> float:
     address busy, the lease cap) becomes ready by a release, which is announced
     (frontier/wakeups.py), so it is not counted."""
     now = timezone.now()
-    free = Q(leased_until__isnull=True) | Q(leased_until__lte=now)
-    host_at = (Host.objects.filter(free, next_fetch_at__gt=now)
-               .filter(Exists(Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED)))
-               .order_by("next_fetch_at").values_list("next_fetch_at", flat=True).first())
     url_at = (Url.objects.filter(state=UrlState.QUEUED, next_fetch_at__gt=now).order_by("next_fetch_at")
               .values_list("next_fetch_at", flat=True).first())
-    soonest = min((at for at in (host_at, url_at) if at is not None), default=None)
-    if soonest is None:
-        return max_wait
-    return min(max_wait, max(0.0, (soonest - now).total_seconds()))
+    soonest = min((at for at in (_soonest_free_host(now, later=True), url_at) if at is not None), default=None)
+    return _seconds_until(soonest, now, max_wait)
+
+
+def _soonest_free_host(now, later: bool = False):
+    """The earliest next allowed time of a host not leased with a URL queued (only those
+    after `now`, when `later`); None when there is none."""
+    hosts = Host.objects.filter(Q(leased_until__isnull=True) | Q(leased_until__lte=now))
+    if later:
+        hosts = hosts.filter(next_fetch_at__gt=now)
+    return (hosts.filter(Exists(Url.objects.filter(host=OuterRef("pk"), state=UrlState.QUEUED)))
+            .order_by("next_fetch_at").values_list("next_fetch_at", flat=True).first())
+
+
+def _seconds_until(when, now, max_wait: float) -> float:
+    return max_wait if when is None else min(max_wait, max(0.0, (when - now).total_seconds()))
 
 
 def crawl_summary() -> dict:
