@@ -308,6 +308,8 @@ def store(results: Results) -> dict[int, int]:
         gone = frontier.record_fetches(reports).gone
         if gone:  # gone twice in a row: the page leaves the index
             indexer.remove_pages(gone)
+        # Pages left out for a URL these visits showed cannot stand for them are indexed.
+        indexer.settle_canonical_targets([report.url_id for report, _ in reports])
         # What each URL pattern and host yields, for the traps and mirrors that stop
         # themselves (frontier/traps.py): new text or a copy (of another host's page?);
         # noindex and canonical pages say nothing either way.
@@ -328,21 +330,17 @@ def _copied_from(url: str, original: str | None) -> str:
 
 def _admit_canonicals(pages: list) -> None:
     """A page whose <link rel=canonical> names another URL: that URL enters the frontier at
-    the page's depth and the page is stored but not indexed (its text is the other's),
-    unless the other URL is refused (out of scope, filtered: then this copy is the one
-    indexed) or itself points elsewhere (a chain or a loop: broken at the second page)."""
+    the page's depth. Refused there (out of scope, filtered), it can never stand for the
+    page, which is then indexed as itself; otherwise the indexer decides, and decides again
+    once that URL is visited (indexer/canonicals.py)."""
     pages = sorted((item for item in pages if item[0].canonical), key=lambda item: item[0].url_id)
     if not pages:
         return
     admitted = frontier.add_urls([frontier.Candidate(page.canonical, queued.depth, 0, page.url_id, scopes=queued.scopes)
                                   for page, queued, _ in pages])
-    pointing_elsewhere = {url for url, outcome in frontier.known_outcomes([page.canonical for page, _, _ in pages]).items()
-                          if outcome == PageDetail.CANONICAL_ELSEWHERE}
     for (page, _, _), verdict in zip(pages, admitted.verdicts):
-        if verdict.startswith("rejected:") or page.canonical in pointing_elsewhere:
+        if verdict.startswith("rejected:"):
             page.canonical = ""
-        else:
-            pointing_elsewhere.add(page.url)  # this batch's later pages that name it keep their text
 
 
 def _follow_redirect(target: frontier.Candidate | None) -> str:

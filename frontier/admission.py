@@ -467,18 +467,6 @@ def canonical_url(url: str, base: str | None = None) -> str | None:
         return None
 
 
-def known_outcomes(urls: list[str]) -> dict[str, str]:
-    """{URL: its outcome} of those of these canonical URLs the frontier has."""
-    keys = {}
-    for url in urls:
-        try:
-            keys[normalize(url).key] = url
-        except InvalidUrl:
-            continue
-    rows = Url.objects.filter(url_key__in=list(keys)).values_list("url_key", "outcome") if keys else []
-    return {keys[key]: outcome for key, outcome in rows}
-
-
 def scope_summary(limit: int = 20) -> dict:
     """The scopes seeds were given, most used first: for the crawl summary and `status`."""
     rows = (CrawlScope.objects.annotate(seed_count=Count("seeds")).order_by("-seed_count", "id")

@@ -22,7 +22,6 @@ from .admission import (
     fetched_here,
     flush_inlinks,
     forget_caches,
-    known_outcomes,
     scope_summary,
 )
 from .seeding import add_seeds, seed_rejection
@@ -111,7 +110,7 @@ from .steering import (
 __all__ = [
     # admission
     "AdmitResult", "Candidate", "add_seeds", "add_urls", "canonical_url", "default_scope", "fetched_here",
-    "flush_inlinks", "forget_caches", "known_outcomes", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield", "origin_of", "url_key",
+    "flush_inlinks", "forget_caches", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield", "origin_of", "url_key",
     "pattern_stopped", "STORE_FAILED", "store_failure_pause",
     "InvalidScope", "ScopeSpec", "parse_spec", "scope_key_taken", "save_scope_patterns",
     "scopes_named", "scope_url_test",

@@ -11,7 +11,7 @@ from .models import ContentFingerprint, Document
 # empty (set for the few duplicates after).
 DOCUMENT_COLUMNS = ("url_id", "address", "title", "headings", "body", "boilerplate", "content_hash", "content_type",
                     "encoding", "encoding_source", "status", "size", "noindex", "indexed", "fetched_at", "warc_file",
-                    "warc_offset", "warc_length", "duplicate_of_id", "language")
+                    "warc_offset", "warc_length", "duplicate_of_id", "language", "canonical_key")
 _DOCUMENTS, _FINGERPRINTS = Document._meta.db_table, ContentFingerprint._meta.db_table
 
 

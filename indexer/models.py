@@ -42,11 +42,19 @@ class Document(models.Model):
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="duplicates"
     )
     indexed = models.BooleanField(default=False)
+    # A hint, not an order (indexer/canonicals.py): while the URL this names stands for the
+    # page, the page is stored but not indexed.
+    canonical_key = models.BigIntegerField(null=True, blank=True, help_text=(
+        "url_key of the other URL its <link rel=canonical> names (frontier.normalize.url_key)"))
     fetched_at = models.DateTimeField(default=timezone.now)
     # Where the raw response is archived (archive.warc); empty when archiving was off.
     warc_file = models.CharField(max_length=255, blank=True, default="", db_default="")
     warc_offset = models.BigIntegerField(null=True, blank=True)
     warc_length = models.IntegerField(null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["canonical_key"], name="document_canonical",
+                                condition=models.Q(canonical_key__isnull=False))]
 
     def __str__(self):
         return self.page_url

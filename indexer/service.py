@@ -27,9 +27,10 @@ from common import stagetime
 from archive import replay, warc
 from fetch import robotstxt
 from fetch.transport import charset_of
+from frontier.service import url_key
 from frontier.vocabulary import Observation, PageDetail
 
-from . import bulk, language, linksources, maincontent, neardup, pagelinks, paging, pdf, textstore
+from . import bulk, canonicals, language, linksources, maincontent, neardup, pagelinks, paging, pdf, textstore
 from .backends import SearchResults, get_search_backend
 from .fingerprint import Fingerprint, compare, fingerprint, words_moved
 from .gemtext import decode_text
@@ -69,7 +70,7 @@ class PreparedPage:
     index: tuple | None = None  # the search backend's row for it (SearchBackend.prepare), if prepared
     stored_text: str | bytes | None = None  # its text as the database keeps it (indexer/textstore.py), if prepared
     source: LinkSource | None = None  # a sitemap or feed, read for its links only (not a document)
-    canonical: str = ""  # the other URL its <link rel=canonical> names (frontier form); it is then not indexed
+    canonical: str = ""  # the other URL its <link rel=canonical> names (frontier form): indexer/canonicals.py
     started_at: float | None = None  # when its response began, epoch seconds: its WARC-Date, the document's fetched_at
 
     @property
@@ -254,6 +255,13 @@ def remove_pages(url_ids: list[int]) -> int:
     return len(indexed)
 
 
+def settle_canonical_targets(url_ids: list[int]) -> int:
+    """After these URLs' visits are recorded: pages left out for one of them as their
+    canonical are indexed if it no longer stands for them (indexer/canonicals.py).
+    Returns how many were indexed."""
+    return canonicals.settle_named(url_ids)
+
+
 def originals_of(url_ids: list[int]) -> dict[int, str]:
     """url id -> the URL of the page its stored copy duplicates (one query; none when
     the list is empty)."""
@@ -268,8 +276,10 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
     """Store, dedupe and index a batch of prepared pages in one transaction: a statement
     per table for the whole batch (indexer/bulk.py), the index rows as prepared.
 
-    Returns url id -> detail: indexed | duplicate | near_duplicate | noindex | not_html, or
-    a sitemap's or feed's (source_detail).
+    Returns url id -> detail: indexed | duplicate | near_duplicate | noindex |
+    canonical_elsewhere | not_html, or a sitemap's or feed's (source_detail). A page naming
+    another URL as canonical is left out while that URL stands for it, and pages indexed
+    under URLs naming one of these give way to it (indexer/canonicals.py).
     """
     details = {p.url_id: source_detail(p.source) if p.source is not None else PageDetail.NOT_HTML
                for p in pages if p.parsed is None}
@@ -283,27 +293,35 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
         previous = bulk.indexed_documents([p.url_id for p in html])
         if previous:
             backend.delete(previous)
+        named = {p.url_id: url_key(p.canonical) for p in html if p.canonical}
+        left_out = _left_for_canonical(html, named)
         ids = bulk.upsert_documents([
             (p.url_id, p.url, p.parsed.title, p.parsed.headings, _stored_text(p),
              maincontent.encode_spans(p.parsed.boilerplate), p.content_hash, p.content_type,
              p.parsed.encoding, p.parsed.encoding_source, p.status, p.size, p.parsed.noindex,
-             not (p.parsed.noindex or p.canonical), _fetched_at(p, now), *_warc_fields(p.archived), None,
-             p.parsed.language)
+             not (p.parsed.noindex or p.url_id in left_out), _fetched_at(p, now), *_warc_fields(p.archived), None,
+             p.parsed.language, named.get(p.url_id))
             for p in html])
+        # The pages indexed under a URL naming one of these as canonical give way to it.
+        takers = {url_key(p.url): p.content_hash for p in html if not p.parsed.noindex and p.url_id not in left_out}
+        canonicals.retire_naming(takers, keep=set(ids.values()))
         claims = {}
         for p in html:  # within a batch the first document with a hash claims it
-            claims.setdefault(p.content_hash, ids[p.url_id])
-        originals = bulk.claim_fingerprints(claims)
+            if p.url_id not in left_out:  # a page left out for its canonical claims no text
+                claims.setdefault(p.content_hash, ids[p.url_id])
+        originals = bulk.claim_fingerprints(claims) if claims else {}
         duplicates, candidates = {}, []
         for p in html:
-            document_id, original = ids[p.url_id], originals[p.content_hash]
+            document_id = ids[p.url_id]
+            if p.url_id in left_out:
+                details[p.url_id] = PageDetail.CANONICAL_ELSEWHERE
+                continue
+            original = originals[p.content_hash]
             if original != document_id:
                 duplicates[document_id] = original
                 details[p.url_id] = PageDetail.DUPLICATE
             elif p.parsed.noindex:
                 details[p.url_id] = PageDetail.NOINDEX
-            elif p.canonical:
-                details[p.url_id] = PageDetail.CANONICAL_ELSEWHERE
             else:
                 candidates.append((p, document_id))
         if previous:
@@ -325,6 +343,23 @@ def store_pages(pages: list[PreparedPage]) -> dict[int, str]:
         neardup.remember({document_id: simhashes[document_id] for document_id, _ in indexable
                           if document_id in simhashes})
     return details
+
+
+def _left_for_canonical(pages: list[PreparedPage], named: dict[int, int]) -> set[int]:
+    """Url ids of the pages stored but not indexed because the URL their <link
+    rel=canonical> names stands for them (indexer/canonicals.py). Within the batch, in url id
+    order, a page naming a page that is itself left out keeps its place (a loop ends at its
+    second page)."""
+    if not named:
+        return set()
+    stand = canonicals.standing(named.values())
+    by_key = {url_key(p.url): p.url_id for p in pages}
+    left_out = set()
+    for url_id in sorted(named):
+        key = named[url_id]
+        if key in stand and by_key.get(key) not in left_out:
+            left_out.add(url_id)
+    return left_out
 
 
 def _fetched_at(page: PreparedPage, now):

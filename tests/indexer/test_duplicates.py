@@ -7,11 +7,13 @@ import pytest
 
 from crawl.runners import run_embedded
 from frontier import service
-from frontier.models import Url
+from frontier.models import Host, Url
+from frontier.outcomes import FetchReport
+from frontier.service import record_fetches, url_key
 from indexer import neardup
 from indexer.fingerprint import hamming
 from indexer.models import Document, SimhashBlock
-from indexer.service import remove_pages, search
+from indexer.service import prepare_page, remove_pages, search, settle_canonical_targets, store_pages
 
 from ..loopback import QuietHandler, serving
 
@@ -25,6 +27,8 @@ TEXT = [_rng.choice(VOCABULARY) for _ in range(600)] + ["zanzibarquokka"]  # a w
 NEAR = list(TEXT)
 NEAR[300] = "onewordchanged"
 OTHER = [_rng.choice(VOCABULARY) for _ in range(600)]
+BROKEN = [_rng.choice(VOCABULARY) for _ in range(300)] + ["quokkabroken"]
+SAME = [_rng.choice(VOCABULARY) for _ in range(300)] + ["wombatcanonical"]
 
 
 def _with_table(seed: int) -> list[str]:
@@ -62,6 +66,10 @@ PAGES = {
     "/loop2": html(OTHER[200:400], canonical("/loop1")),
     "/away-canon": html(OTHER[400:], canonical("http://elsewhere.invalid/page")),  # out of scope: refused
     "/self-canon": html(OTHER[100:500], canonical("/self-canon")),
+    "/broken-canon": html(BROKEN, canonical("/missing")),  # names a URL that answers 404
+    # The same bytes under two URLs, both naming one of them: linked (and fetched) alias first.
+    "/same-alias": html(SAME, canonical("/same-target")),
+    "/same-target": html(SAME, canonical("/same-target")),
 }
 
 
@@ -116,6 +124,41 @@ def test_rel_canonical_admits_the_named_url_and_leaves_this_copy_out(crawled):
     assert sorted([outcome(crawled, "/loop1"), outcome(crawled, "/loop2")]) == ["canonical_elsewhere", "indexed"]
     assert outcome(crawled, "/away-canon") == "indexed"
     assert outcome(crawled, "/self-canon") == "indexed"
+
+
+def test_a_canonical_that_cannot_stand_for_the_page_leaves_it_indexed(crawled):
+    # The named URL answered 404: the hint led nowhere, so the page is found as itself.
+    document = Document.objects.get(url__url=crawled + "/broken-canon")
+    assert (document.indexed, document.canonical_key) == (True, url_key(crawled + "/missing"))
+    assert Url.objects.get(url=crawled + "/missing").state == "gone"
+    assert [hit.url for hit in search("quokkabroken")] == [crawled + "/broken-canon"]
+    # The same bytes under the alias and the URL it names: the named URL is the one indexed,
+    # whichever was stored first (an alias left out claims no text).
+    assert [hit.url for hit in search("wombatcanonical")] == [crawled + "/same-target"]
+    assert outcome(crawled, "/same-target") == "indexed"
+
+
+def test_a_page_indexed_while_its_canonical_was_gone_gives_way_when_it_comes_back():
+    host = Host.objects.create(origin="http://site.test")
+    alias, target = (Url.objects.create(url_key=url_key(u), url=u, host=host)
+                     for u in ("http://site.test/alias", "http://site.test/"))
+    body = html(SAME, canonical("http://site.test/"))
+
+    def stored(url):
+        return store_pages([prepare_page(url.id, url.url, 200, "text/html", "utf-8", body)])[url.id]
+
+    assert stored(alias) == "canonical_elsewhere"  # the named URL is queued: it stands for the page
+    assert settle_canonical_targets([target.id]) == 0
+    record_fetches([(FetchReport(target.id, status=404), 0)])
+    assert settle_canonical_targets([target.id]) == 1
+    assert [hit.url for hit in search("wombatcanonical")] == [alias.url]
+    # Back, with the same bytes: it takes the text's claim and the alias leaves the index.
+    assert stored(target) == "indexed"
+    assert [hit.url for hit in search("wombatcanonical")] == [target.url]
+    assert not Document.objects.get(url=alias).indexed
+    # The alias visited again while the named page is indexed: left out, as at first.
+    assert stored(alias) == "canonical_elsewhere"
+    assert Document.objects.filter(indexed=True).count() == 1
 
 
 def test_bands_follow_the_index(crawled, settings):
