@@ -24,6 +24,12 @@ from . import decoding, maincontent
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _XML_DECLARATION = re.compile(r"^\s*<\?xml[^>]*\?>")
 MAX_HEADINGS_CHARS = 10_000
+# <meta name=description>, else og:description: a page's summary, a search engine's snippet,
+# searchable with the headings of a page whose own text (outside its furniture) is shorter
+# than THIN_PAGE_CHARS (about a hundred words).
+_DESCRIPTIONS = ("description", "og:description")
+MAX_DESCRIPTION_CHARS = 500
+THIN_PAGE_CHARS = 600
 FEED_TYPES = ("application/rss+xml", "application/atom+xml", "application/rdf+xml")
 MAX_FEEDS = 4  # feeds taken from one page: a site announces one or two
 # <noscript> is what a reader without scripts sees, as the crawler is (Discourse serves its
@@ -229,13 +235,16 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
     # (<link rel=alternate>) and the first <base href> (each as the separate searches found
     # it: the root element excluded from title and base, as .find(".//…") excludes it).
     title = canonical = base_el = None
-    og_title = ""
+    og_title = description = ""
     feeds = []
     for el in doc.iter("meta", "title", "link", "base"):
         tag = el.tag
         if tag == "meta":
-            if not og_title and (el.get("property") or "").strip().lower() == "og:title":
+            name = (el.get("name") or el.get("property") or "").strip().lower()
+            if not og_title and name == "og:title":
                 og_title = " ".join((el.get("content") or "").split())
+            elif name in _DESCRIPTIONS and (not description or name == "description"):
+                description = " ".join((el.get("content") or "").split())[:MAX_DESCRIPTION_CHARS]
             elif (el.get("name") or "").lower() in ("robots", "crawlerweb"):
                 directives = {d.strip().lower() for d in (el.get("content") or "").split(",")}
                 page.noindex |= bool(directives & {"noindex", "none"})
@@ -298,13 +307,18 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
         shown = [text for _, text in headings]
         if title_text and not maincontent.is_part_of(page.title, title_text):
             shown.insert(0, title_text)  # words of the <title> the title kept lacks stay searchable
-        page.headings = " · ".join(shown)[:MAX_HEADINGS_CHARS]
         text = _text(body_el if body_el is not None else doc)
         if furniture or _START in text or _END in text:
             # Every marker where it was put, or (a page that carries the characters itself) none.
             whole = text.count(_START) == text.count(_END) == len(furniture)
             text, spans = _unmark(text)
             page.boilerplate = [(a, min(b, max_chars)) for a, b in spans if a < max_chars] if whole else []
+        own_chars = len(text) - sum(b - a for a, b in page.boilerplate)
+        if description and own_chars < THIN_PAGE_CHARS and description not in text:
+            # A page with little text of its own (a shell its scripts fill, a product's few
+            # lines) is found by the summary it gives, where its text does not hold it.
+            shown.insert(0, description)
+        page.headings = " · ".join(shown)[:MAX_HEADINGS_CHARS]
         page.text = text[:max_chars]
     return page
 

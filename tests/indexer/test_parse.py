@@ -36,6 +36,32 @@ def test_it_extracts_title_headings_text_and_links():
     assert not page.noindex and not page.nofollow
 
 
+def test_a_summary_the_text_lacks_is_searchable_with_the_headings():
+    drawn = parse_html(b'<html><head><title>Socks</title><meta property="og:description" content="Social text">'
+                       b'<meta name="description" content="  Engineered for\n comfort, designed to stand out. ">'
+                       b'</head><body><div id="app"></div><script>render()</script></body></html>', "http://h.test/")
+    assert drawn.text == ""
+    assert drawn.headings == "Engineered for comfort, designed to stand out."  # the description before og:'s
+    social = parse_html(b'<head><meta property="og:description" content="Only the social one"></head><h1>T</h1>',
+                        "http://h.test/")
+    assert social.headings == "Only the social one · T"
+    # Said in the text already: not said twice.
+    written = parse_html(b'<head><meta name="description" content="A page about knots."></head>'
+                         b'<body><h1>Knots</h1><p>A page about knots. Reef, bowline.</p></body>', "http://h.test/")
+    assert written.headings == "Knots"
+    long = parse_html(b'<head><meta name="description" content="' + b"word " * 400 + b'"></head>', "http://h.test/")
+    assert len(long.headings) == 500
+    # A page with words enough of its own is found by them, not by a summary written apart.
+    article = parse_html(b'<head><meta name="description" content="A summary apart."></head><body><h1>Knots</h1>'
+                         b'<nav>' + b"<a href=/x>menu entry</a>" * 100 + b'</nav><p>' + b"reef bowline " * 60 +
+                         b'</p></body>', "http://h.test/")
+    assert article.headings == "Knots"
+    thin = parse_html(b'<head><meta name="description" content="A summary apart."></head><body><h1>Knots</h1>'
+                      b'<nav>' + b"<a href=/x>menu entry</a>" * 10 + b'</nav><p>' + b"reef bowline " * 40 +
+                      b'</p></body>', "http://h.test/")
+    assert thin.headings == "A summary apart. · Knots"  # its menu is not its text
+
+
 def test_it_resolves_links_against_base_href():
     page = parse_html(b'<html><head><base href="/p/"></head><body><a href="8.html">x</a></body></html>',
                       "http://h.test/base/index.html")
