@@ -439,7 +439,10 @@ def _forget_caches_if_reconnected() -> None:
     connection.ensure_connection()
     current, before = connection.connection, getattr(_connection_seen, "connection", None)
     if before is not current:
-        if before is not None:
+        # SQLite's commits are in the file this process writes, whatever connection reads it:
+        # a new one (the embedded writer closes its own after every batch, CONN_MAX_AGE 0)
+        # loses nothing, and forgetting there emptied the caches at every batch.
+        if before is not None and connection.vendor != "sqlite":
             seen.forget()
             _hosts_known.clear()
         _connection_seen.connection = current
