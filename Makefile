@@ -12,7 +12,7 @@ DEMO_PORT ?= 8300
 DEMO_DB := var/demo.sqlite3
 export CRAWLER_ALLOWED_NETWORKS ?= 127.0.0.0/8
 
-.PHONY: setup setup-browser replay-setup replay demo demo-distributed stack test test-postgres test-sqlite test-postgres-crawl test-postgres-rest test-sqlite-crawl test-sqlite-rest services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest bench-gemini bench-export bench-encodings
+.PHONY: setup setup-browser replay-setup replay demo demo-distributed stack test test-postgres test-sqlite test-postgres-crawl test-postgres-rest test-sqlite-crawl test-sqlite-rest services bench-services sampleweb clean bench bench-quick bench-frontier bench-metrics bench-freshness bench-search bench-harvest bench-gemini bench-export bench-encodings bench-scale
 
 $(VENV)/.installed: requirements.txt
 	$(PYTHON) -m venv $(VENV)
@@ -113,6 +113,13 @@ bench-encodings: setup
 SEARCHEVAL_ARGS ?=
 bench-search: setup services
 	$(PY) -m bench.searcheval $(SEARCHEVAL_ARGS)
+
+# The crawl as it grows (bench/scale.py): 10k and 100k pages embedded and distributed, and the
+# 10k web beside 10M waiting URLs, one table (~1 h). SCALE_ARGS="--sizes 10k,100k,1m" adds
+# a million pages (hours more on 2 cores); SCALE_ARGS="--sizes 10k --waiting 0" is a quick look.
+SCALE_ARGS ?=
+bench-scale: setup bench-services
+	$(PY) -m bench.scale $(SCALE_ARGS)
 
 bench-frontier: setup services
 	-psql -q -h 127.0.0.1 -U postgres -c "CREATE DATABASE crawlerweb_bench" 2>/dev/null

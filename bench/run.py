@@ -79,6 +79,10 @@ SIZES = {
     "smallsites-default": WebConfig(hosts=300, pages_per_host=10, port=0, crawl_delay_hosts=0,
                                     slow_delay=0.05, retry_after=0, latency=0.01, site_shape="chain"),
 }
+# The crawl as it grows (bench/scale.py): the standard web's hosts of 100 pages, ten times
+# more of them at each step.
+for _name, _hosts in (("scale-10k", 100), ("scale-100k", 1_000), ("scale-1m", 10_000)):
+    SIZES[_name] = replace(SIZES["standard"], hosts=_hosts)
 # Only what the sample web needs: loopback allowed, its depth. Everything else is default.
 CRAWL_ENV = {
     "CRAWLER_ALLOWED_NETWORKS": "127.0.0.0/8",
@@ -123,6 +127,7 @@ def run_embedded(web, env: dict, workdir: Path, timeout: float, postgres: bool =
     out = workdir / "embedded-crawl.json"
     statements = False
     if postgres:
+        updates_before = _url_updates()
         with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
             statements = pgstatements.available(conn)
             if statements:
@@ -136,14 +141,17 @@ def run_embedded(web, env: dict, workdir: Path, timeout: float, postgres: bool =
         status, usage = wait_metered(proc, timeout)
     if status != 0:
         raise RuntimeError(f"manage.py crawl exited with status {status}")
-    stages = json.loads(out.read_text()).get("stage_cpu_seconds", {})
+    summary = json.loads(out.read_text())
+    stages = summary.get("stage_cpu_seconds", {})
     figures = {
+        "seen_cache": summary.get("seen_cache"),
         "cpu_seconds": {"crawler": usage.ru_utime + usage.ru_stime, "sample_web": cpu_seconds(web.server_pid) - web_cpu},
         "peak_rss_mb": {"crawler": round(usage.ru_maxrss / 1024, 1), "sample_web": peak_rss_mb(web.server_pid)},
         "stage_cpu_seconds": stages,
     }
     if postgres:
         figures["cpu_seconds"]["postgresql"] = postgres_meter.elapsed_cpu()
+        figures["url_updates"] = _url_updates(updates_before)
         figures["peak_rss_mb"]["postgresql_backend"] = postgres_meter.peak_rss_mb()
         with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
             figures["counts"] = _counts(conn.cursor())
@@ -199,7 +207,9 @@ def _reset_postgres() -> None:
     redis.Redis.from_url(BENCH_BROKER_URL).flushdb()
 
 
-def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float) -> dict:
+def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float, waiting: int = 0) -> dict:
+    """waiting: URLs put in the frontier first, in bulk, none of them due during the crawl
+    (a big frontier's queue beside the web being crawled); its bytes are not the crawl's."""
     import psycopg
 
     prom_dir = workdir / "prometheus"  # the processes' stage counters (crawl/instruments.py)
@@ -208,6 +218,8 @@ def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float)
     env = env | {"DATABASE_URL": BENCH_DATABASE_URL, "CELERY_BROKER_URL": BENCH_BROKER_URL,
                  "PROMETHEUS_MULTIPROC_DIR": str(prom_dir)} | _fresh_warc_dir(workdir)
     _reset_postgres()
+    prefilled_bytes = _prefill_waiting(waiting) if waiting else 0
+    updates_before = _url_updates()
     sessions_before = _pg_sessions()
     postgres, redis_meter = ServiceMeter("postgres"), ServiceMeter("redis-server")
     with run_cluster(env, workers=workers, dispatchers=1, concurrency=None) as cluster:  # the worker's default
@@ -234,12 +246,14 @@ def run_distributed(web, env: dict, workers: int, workdir: Path, timeout: float)
             end_cpu = {name: tree_cpu_seconds(pid) for name, pid in pids.items()}
             pg_cpu, redis_cpu = postgres.elapsed_cpu() - poller.cpu(), redis_meter.elapsed_cpu()
             web_cpu = cpu_seconds(web.server_pid) - web_cpu
-            figures = {"counts": _counts(conn.cursor()), "db_bytes": _pg_size(conn),
-                       "postgresql_settings": _pg_settings(conn)}
+            figures = {"counts": _counts(conn.cursor()), "db_bytes": _pg_size(conn) - prefilled_bytes,
+                       "postgresql_settings": _pg_settings(conn), "waiting_prefilled": waiting}
             if statements:
                 figures["pg_statements"] = pgstatements.read(conn)
             pg_rss, redis_rss = postgres.peak_rss_mb(), redis_meter.peak_rss_mb()
             figures["fts_cpu_per_document"] = _fts_cpu_per_document(conn)
+    figures["counts"]["urls"] -= waiting
+    figures["url_updates"] = _url_updates(updates_before)  # the cluster gone: its statistics flushed
     cpu = {name: end_cpu[name] - start_cpu[name] for name in pids}
     figures["cpu_seconds"] = {
         "dispatcher": sum(v for n, v in cpu.items() if n.startswith("dispatcher")),
@@ -270,7 +284,8 @@ class _Poller:
 
     def pending(self) -> bool:
         return self.conn.execute(
-            f"""{pgstatements.BENCH_TAG} SELECT EXISTS (SELECT 1 FROM frontier_url WHERE state = 'queued')
+            f"""{pgstatements.BENCH_TAG} SELECT EXISTS (SELECT 1 FROM frontier_url WHERE state = 'queued'
+                                                          AND next_fetch_at < now() + interval '1 day')
                    OR EXISTS (SELECT 1 FROM frontier_host WHERE leased_until > now())""").fetchone()[0]
 
     def cpu(self) -> float:
@@ -380,6 +395,47 @@ def _wait_settled(pids: list[int], quiet_cpu: float = 0.05, limit: float = 60.0)
         last = now
 
 
+def _prefill_waiting(urls: int, hosts: int = 100_000) -> int:
+    """`urls` URLs queued on `hosts` hosts (http://w<i>.waiting.test) none of which is due for
+    30 days, written in bulk as this release writes them; returns the tables' bytes after."""
+    import psycopg
+
+    with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
+        conn.execute(
+            """INSERT INTO frontier_host (origin, next_fetch_at, lease_owner, robots_body, robots_error,
+                                          robots_sitemaps, wait_reason, url_count, failures, created_at)
+               SELECT 'http://w' || i || '.waiting.test', now() + interval '30 days', '', '', '', '', '',
+                      %s / %s, 0, now()
+               FROM generate_series(1, %s) AS i""", [urls, hosts, hosts])
+        first = conn.execute("SELECT min(id) FROM frontier_host WHERE origin LIKE 'http://w%%.waiting.test'").fetchone()[0]
+        conn.execute(
+            """INSERT INTO frontier_url (url_key, url, host_id, depth, redirect_hops, priority, state, outcome,
+                                         attempts, next_fetch_at, content_hash, created_at, scopes, backoff_level,
+                                         change_stats, etag, last_modified, last_observation, observations, text_hash)
+               SELECT ('x' || substr(md5('w' || i), 1, 16))::bit(64)::bigint,
+                      'http://w' || (i %% %s + 1) || '.waiting.test/p/' || i, %s + i %% %s,
+                      1 + i %% 5, 0, -(i %% 7), 'queued', '', 0, now() + interval '30 days', '', now(), '', 0,
+                      '', '', '', '', 0, ''
+               FROM generate_series(1, %s) AS i""", [hosts, first, hosts, urls])
+        conn.execute("VACUUM ANALYZE")
+        return _pg_size(conn)
+
+
+def _url_updates(before: dict | None = None) -> dict:
+    """Updates of URL rows and how many were HOT (no index touched), since `before`."""
+    import psycopg
+
+    time.sleep(1.5)  # a backend's statistics reach the shared counters within a second
+    with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
+        updates, hot = conn.execute("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
+                                    "WHERE relname = 'frontier_url'").fetchone()
+    now = {"updates": updates, "hot": hot}
+    if before is None:
+        return now
+    updates, hot = updates - before["updates"], hot - before["hot"]
+    return {"updates": updates, "hot": hot, "hot_share": round(hot / updates, 3) if updates else None}
+
+
 def _rss_trend(samples: list[tuple[int, float]]) -> dict:
     """Worker RSS when a quarter of the pages were done, and at the end: flat or growing."""
     if not samples:
@@ -483,6 +539,9 @@ def report(mode: str, web, log_path, figures: dict, default_delay: float = CRAWL
         "peak_rss_mb": figures["peak_rss_mb"],
         "worker_rss_mb": figures.get("worker_rss_mb", {}),
         "db_bytes_per_page": round(figures["db_bytes"] / max(pages, 1)),
+        "seen_cache": figures.get("seen_cache"),  # embedded: the seen test's entries and bytes at its fullest
+        "url_updates": figures.get("url_updates"),  # PostgreSQL: URL row updates, and the HOT ones
+        "waiting_prefilled": figures.get("waiting_prefilled", 0),
         "warc_bytes_per_page": round(figures["warc_bytes"] / max(pages, 1)),
         "db_sessions": figures.get("db_sessions"),  # PostgreSQL connections opened (distributed)
         "postgresql_settings": figures.get("postgresql_settings"),
@@ -671,6 +730,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out", default="var/bench", help="folder for the JSON results")
     parser.add_argument("--timeout", type=float, default=1800, help="per crawl, seconds")
     parser.add_argument("--no-warc", action="store_true", help="crawl with the WARC archive off (its cost)")
+    parser.add_argument("--waiting", type=int, default=0,
+                        help="distributed modes: URLs queued first, in bulk, none due during the crawl")
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for mode in modes:
@@ -702,7 +763,8 @@ def main(argv=None) -> int:
                     elif mode == PEER_MODE:
                         figures = run_scrapy(web, workdir, args.timeout)
                     else:
-                        figures = run_distributed(web, mode_env, int(base.split(":")[1]), workdir, args.timeout)
+                        figures = run_distributed(web, mode_env, int(base.split(":")[1]), workdir, args.timeout,
+                                                  waiting=args.waiting)
                 if mode == "ceiling":
                     result = {"mode": "ceiling", **ceiling, "steady_pages_per_second": steady_rate(log_path)}
                 else:

@@ -21,6 +21,7 @@ was lost: rows committed asynchronously (synchronous_commit off, DESIGN: what a 
 lose) may not have survived a database crash, and links to them must reach it again.
 """
 
+import sys
 import threading
 import zlib
 
@@ -28,6 +29,8 @@ from django.conf import settings
 
 _lock = threading.Lock()
 _known: dict[int, int] = {}
+_peak = (0, 0)
+_KEY_BYTES = sys.getsizeof(2**63 - 1)
 
 
 def _entry(url_key: int, scopes: str) -> int:
@@ -62,6 +65,7 @@ def remember(items: list[tuple[int, str, int]]) -> None:
             at = known.get(entry)
             if at is None or depth < at:
                 known[entry] = depth
+        _note_peak(known)
 
 
 def forget() -> None:
@@ -73,3 +77,15 @@ def forget() -> None:
 
 def size() -> int:
     return len(_known)
+
+
+def peak() -> tuple[int, int]:
+    """The most entries the cache has held in this process, and their memory then: the dict
+    and its keys (a key of 64 bits is a 36-byte int; depths are small ints, shared)."""
+    return _peak
+
+
+def _note_peak(known: dict) -> None:
+    global _peak
+    if len(known) > _peak[0]:
+        _peak = (len(known), sys.getsizeof(known) + _KEY_BYTES * len(known))

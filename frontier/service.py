@@ -66,6 +66,7 @@ from .limits import current_limits
 from .progress import (crawl_summary, deferred_work, has_pending_work, has_work_due_within, next_change_in,
                        next_due_in)
 from .wakeups import WorkListener
+from .seen import peak as seen_cache_peak
 from .models import UrlKind
 from .records import (
     MAX_SITEMAPS,
@@ -110,7 +111,7 @@ from .steering import (
 __all__ = [
     # admission
     "AdmitResult", "Candidate", "add_seeds", "add_urls", "canonical_url", "default_scope", "fetched_here",
-    "flush_inlinks", "forget_caches", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield", "origin_of", "url_key",
+    "flush_inlinks", "forget_caches", "scope_summary", "seed_rejection", "sitemap_hint", "count_pattern_yield", "origin_of", "url_key", "seen_cache_peak",
     "pattern_stopped", "STORE_FAILED", "store_failure_pause",
     "InvalidScope", "ScopeSpec", "parse_spec", "scope_key_taken", "save_scope_patterns",
     "scopes_named", "scope_url_test",

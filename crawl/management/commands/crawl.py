@@ -87,6 +87,7 @@ class Command(MigratedCommand):
             sessions_ended=stats.ended,
             errors=stats.errors,
             stage_cpu_seconds={name: round(seconds, 3) for name, seconds in stagetime.totals().items()},
+            seen_cache=dict(zip(("entries", "bytes"), frontier.seen_cache_peak())),  # at its fullest
         )
         summary["documents"] = document_counts()
         summary["archive"] = warc.disk_usage()
