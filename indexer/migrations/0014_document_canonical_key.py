@@ -9,7 +9,6 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('frontier', '0024_url_score'),
         ('indexer', '0013_document_page_url'),
     ]
 
