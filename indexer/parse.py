@@ -244,7 +244,8 @@ def parse_html(body: bytes, url: str, http_charset: str | None = None, *,
             if not og_title and name == "og:title":
                 og_title = " ".join((el.get("content") or "").split())
             elif name in _DESCRIPTIONS and (not description or name == "description"):
-                description = " ".join((el.get("content") or "").split())[:MAX_DESCRIPTION_CHARS]
+                said = " ".join((el.get("content") or "").split())[:MAX_DESCRIPTION_CHARS]
+                description = said or description  # an empty one says nothing
             elif (el.get("name") or "").lower() in ("robots", "crawlerweb"):
                 directives = {d.strip().lower() for d in (el.get("content") or "").split(",")}
                 page.noindex |= bool(directives & {"noindex", "none"})

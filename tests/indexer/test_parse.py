@@ -42,7 +42,8 @@ def test_a_summary_the_text_lacks_is_searchable_with_the_headings():
                        b'</head><body><div id="app"></div><script>render()</script></body></html>', "http://h.test/")
     assert drawn.text == ""
     assert drawn.headings == "Engineered for comfort, designed to stand out."  # the description before og:'s
-    social = parse_html(b'<head><meta property="og:description" content="Only the social one"></head><h1>T</h1>',
+    social = parse_html(b'<head><meta property="og:description" content="Only the social one">'
+                        b'<meta name="description" content=" "></head><h1>T</h1>',
                         "http://h.test/")
     assert social.headings == "Only the social one · T"
     # Said in the text already: not said twice.
