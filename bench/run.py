@@ -422,11 +422,17 @@ def _prefill_waiting(urls: int, hosts: int = 100_000) -> int:
 
 
 def _url_updates(before: dict | None = None) -> dict:
-    """Updates of URL rows and how many were HOT (no index touched), since `before`."""
+    """Updates of URL rows and how many were HOT (no index touched), since `before`. Read
+    once the crawl's connections are gone: a backend adds its counts to the shared ones as
+    it exits (before that, at most once a second)."""
     import psycopg
 
-    time.sleep(1.5)  # a backend's statistics reach the shared counters within a second
     with psycopg.connect(BENCH_DATABASE_URL, autocommit=True) as conn:
+        others = ("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                  "AND backend_type = 'client backend' AND pid <> pg_backend_pid()")
+        deadline = time.monotonic() + 10
+        while conn.execute(others).fetchone()[0] and time.monotonic() < deadline:
+            time.sleep(0.1)
         updates, hot = conn.execute("SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables "
                                     "WHERE relname = 'frontier_url'").fetchone()
     now = {"updates": updates, "hot": hot}

@@ -47,10 +47,18 @@ def run(size: str, mode: str, out: Path, waiting: int, timeout: float) -> dict |
     return figures
 
 
+OUR_PROCESSES = ("crawler", "workers", "dispatcher")
+
+
+def _ours(cpu: dict) -> dict:
+    """CPU ms/page of our processes, by kind (PostgreSQL, Redis and the sample web apart)."""
+    return {k: v for k, v in cpu.items() if k in OUR_PROCESSES}
+
+
 def row(label: str, r: dict) -> dict:
     """The figures the table shows, by name."""
     cpu = r["cpu_ms_per_page"]
-    ours = {k: v for k, v in cpu.items() if k in ("crawler", "workers", "dispatcher")}
+    ours = _ours(cpu)
     groups = r.get("postgresql_by_group") or {}
     top = sorted(((g["cpu_ms_per_page"], name) for name, g in groups.items() if name != "total"), reverse=True)[:3]
     seen = r.get("seen_cache") or {}
@@ -75,8 +83,7 @@ def ratios(r: dict, base: dict) -> str:
         return f"{a / b:.2f}x" if a and b else "-"
 
     cpu, base_cpu = r["cpu_ms_per_page"], base["cpu_ms_per_page"]
-    ours = sum(v for k, v in cpu.items() if k in ("crawler", "workers", "dispatcher"))
-    base_ours = sum(v for k, v in base_cpu.items() if k in ("crawler", "workers", "dispatcher"))
+    ours, base_ours = sum(_ours(cpu).values()), sum(_ours(base_cpu).values())
     rss = ", ".join(f"{k} {ratio(v, base['peak_rss_mb'].get(k))}" for k, v in r["peak_rss_mb"].items()
                     if k != "sample_web")
     return (f"ours {ratio(ours, base_ours)}, PostgreSQL {ratio(cpu.get('postgresql'), base_cpu.get('postgresql'))}, "
